@@ -1,0 +1,41 @@
+#include "cli/format.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tensoropt::cli {
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+namespace {
+std::string scaled(double v, double base, const char* const* units, int count) {
+  int u = 0;
+  while (std::fabs(v) >= base && u + 1 < count) {
+    v /= base;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+}  // namespace
+
+std::string bytes_human(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  return scaled(bytes, 1024, units, 5);
+}
+
+std::string flops_human(double flops) {
+  static const char* const units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  return scaled(flops, 1000, units, 6);
+}
+
+}  // namespace tensoropt::cli

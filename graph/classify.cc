@@ -1,0 +1,180 @@
+// Which graph inputs and initializers are data, trainable parameters, buffers or constants.
+//
+// Rules, in order (docs/import.md explains why):
+//  1. An integer or bool tensor is data (a graph input) or a constant (an initializer); but
+//     when some graph input has a dynamic axis, an integer graph input with a static shape is a
+//     buffer (as Swin's relative_position_index, whose value is not in a weightless export).
+//  2. A graph input with a dynamic dimension is data.
+//  3. A float tensor that reaches a weight position of an op (Conv W and B, Gemm B and C,
+//     BatchNormalization scale and bias, LayerNormalization scale and bias, a Gather table),
+//     directly or through ops that only re-lay it out (Transpose, Reshape, Cast, ...), is a
+//     parameter; one that reaches a buffer position (BatchNormalization mean and variance) is a
+//     buffer.
+//  4. A float tensor combined with data by any other op (MatMul, Add, Concat, ...) is a
+//     parameter, unless it is an initializer holding at most one element or with a name the
+//     PyTorch exporter gives to folded constants ("onnx::...", "_v_..."), which are constants.
+//  5. Anything else: a graph input is data, an initializer a constant.
+#include <set>
+
+#include "graph/error.h"
+#include "graph/import_steps.h"
+#include "graph/op_catalogue.h"
+
+namespace tensoropt {
+namespace {
+
+bool relayout_op(const std::string& type) {
+  static const std::set<std::string> ops = {"Transpose", "Reshape", "Cast", "Identity", "Unsqueeze",
+                                            "Squeeze", "Flatten", "Expand"};
+  return ops.count(type) > 0;
+}
+
+bool contains(const std::vector<int>& v, int x) {
+  for (int y : v) {
+    if (y == x) return true;
+  }
+  return false;
+}
+
+enum class Use { None, Weight, Buffer };
+
+// `t` and every tensor made from it by re-layout ops alone.
+std::vector<int> relayouts_of(const Graph& g, const std::vector<std::vector<int>>& consumers, int t) {
+  std::vector<int> out{t};
+  std::set<int> seen{t};
+  for (size_t k = 0; k < out.size(); ++k) {
+    for (int n : consumers[static_cast<size_t>(out[k])]) {
+      const Node& node = g.nodes[static_cast<size_t>(n)];
+      if (!relayout_op(node.op_type) || node.inputs.empty() || node.inputs[0] != out[k]) continue;
+      for (int o : node.outputs) {
+        if (o >= 0 && seen.insert(o).second) out.push_back(o);
+      }
+    }
+  }
+  return out;
+}
+
+// The weight or buffer position, if any, that `t` finally feeds.
+Use weight_use(const Graph& g, const std::vector<std::vector<int>>& consumers, int t) {
+  Use use = Use::None;
+  for (int cur : relayouts_of(g, consumers, t)) {
+    for (int n : consumers[static_cast<size_t>(cur)]) {
+      const Node& node = g.nodes[static_cast<size_t>(n)];
+      const OpDef* def = find_op(node.op_type);
+      if (!def) continue;
+      for (size_t pos = 0; pos < node.inputs.size(); ++pos) {
+        if (node.inputs[pos] != cur) continue;
+        if (contains(def->weight_inputs, static_cast<int>(pos))) use = Use::Weight;
+        else if (contains(def->buffer_inputs, static_cast<int>(pos)) && use == Use::None) use = Use::Buffer;
+      }
+    }
+  }
+  return use;
+}
+
+}  // namespace
+
+void classify_inputs(Graph& g) {
+  auto consumers = g.consumers();
+  auto dynamic = [](const Tensor& x) {
+    for (int64_t d : x.shape) {
+      if (d < 0) return true;
+    }
+    return false;
+  };
+  bool any_dynamic = false;
+  for (int t : g.inputs) any_dynamic = any_dynamic || dynamic(g.tensors[static_cast<size_t>(t)]);
+  std::vector<int> candidates;  // float tensors still to decide
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& x = g.tensors[t];
+    if (x.producer >= 0) continue;
+    bool is_input = x.kind == TensorKind::Input;
+    if (!dtype_is_float(x.dtype)) {  // rule 1
+      if (is_input && any_dynamic && !dynamic(x)) x.kind = TensorKind::Buffer;
+      continue;
+    }
+    if (is_input && dynamic(x)) continue;  // rule 2
+    Use use = weight_use(g, consumers, static_cast<int>(t));
+    if (use == Use::Weight) x.kind = TensorKind::Parameter;
+    else if (use == Use::Buffer) x.kind = TensorKind::Buffer;
+    else candidates.push_back(static_cast<int>(t));
+  }
+  // Rule 4: data dependence flows forward from the data inputs.
+  std::vector<bool> data(g.tensors.size(), false);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    bool undecided = contains(candidates, static_cast<int>(t));
+    data[t] = x.kind == TensorKind::Input && !undecided;
+  }
+  // A model exported with a fully static batch has no data input decided yet: take the float
+  // inputs that feed the data operand (position 0) of an op with weights, as an image feeds Conv.
+  bool seeded = false;
+  for (bool d : data) seeded = seeded || d;
+  if (!seeded) {
+    for (int t : candidates) {
+      if (g.tensors[static_cast<size_t>(t)].kind != TensorKind::Input) continue;
+      for (int n : consumers[static_cast<size_t>(t)]) {
+        const Node& node = g.nodes[static_cast<size_t>(n)];
+        const OpDef* def = find_op(node.op_type);
+        if (def && !def->weight_inputs.empty() && !node.inputs.empty() && node.inputs[0] == t) data[static_cast<size_t>(t)] = true;
+      }
+    }
+    std::erase_if(candidates, [&](int t) { return data[static_cast<size_t>(t)]; });
+  }
+  std::vector<bool> meets_data(g.tensors.size(), false);
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (int i : n.inputs) any = any || (i >= 0 && data[static_cast<size_t>(i)]);
+    if (!any) continue;
+    for (int i : n.inputs) {
+      if (i >= 0) meets_data[static_cast<size_t>(i)] = true;
+    }
+    for (int o : n.outputs) {
+      if (o >= 0) data[static_cast<size_t>(o)] = true;
+    }
+  }
+  for (int t : candidates) {
+    Tensor& x = g.tensors[static_cast<size_t>(t)];
+    bool is_input = x.kind == TensorKind::Input;
+    bool generated = x.name.rfind("onnx::", 0) == 0 || x.name.rfind("_v_", 0) == 0;
+    bool meets = false;
+    for (int r : relayouts_of(g, consumers, t)) meets = meets || meets_data[static_cast<size_t>(r)];
+    if (meets && (is_input || (x.elements() > 1 && !generated))) {
+      x.kind = TensorKind::Parameter;
+    }
+  }
+  // Parameters and buffers carry no value the importer may fold: they change during training.
+  g.inputs.clear();
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& x = g.tensors[t];
+    if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer) x.value.reset();
+    if (x.kind == TensorKind::Input) g.inputs.push_back(static_cast<int>(t));
+  }
+}
+
+void specialise_batch(Graph& g, std::optional<int64_t> batch) {
+  if (batch && *batch <= 0) throw InputError("--batch must be a positive integer, got " + std::to_string(*batch));
+  for (int t : g.inputs) {
+    Tensor& x = g.tensors[static_cast<size_t>(t)];
+    for (size_t a = 0; a < x.shape.size(); ++a) {
+      if (x.shape[a] >= 0 || a == 0) continue;
+      throw InputError(g.source_path + ": input '" + x.name + "' axis " + std::to_string(a) +
+                       " is dynamic; only the batch axis (0) can be set, with --batch");
+    }
+    if (x.shape.empty()) continue;
+    if (x.shape[0] < 0 && !batch) {
+      throw InputError(g.source_path + ": input '" + x.name + "' has a dynamic batch axis; pass --batch B");
+    }
+    if (batch) x.shape[0] = *batch;
+    x.batch_axis = 0;
+    if (g.batch == 0) g.batch = x.shape[0];
+  }
+  if (g.batch == 0 && batch) g.batch = *batch;
+  for (const Tensor& x : g.tensors) {
+    for (int64_t d : x.shape) {
+      if (d < 0) throw InputError(g.source_path + ": tensor '" + x.name + "' has a dynamic dimension");
+    }
+  }
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,27 @@
+// Element types of tensors, as the ONNX TensorProto.DataType enum names them.
+// Thread-safe: pure functions over a closed enum.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tensoropt {
+
+enum class DType : uint8_t {
+  Undefined, F32, F16, BF16, F64, I8, I16, I32, I64, U8, U16, U32, U64, Bool, String,
+};
+
+// Bytes of one element; 0 for Undefined and String.
+int64_t dtype_size(DType t);
+// Short name: "float32", "int64", "bool", ...
+std::string_view dtype_name(DType t);
+// From the ONNX TensorProto.DataType value; nullopt for types we do not model (complex, fp8).
+std::optional<DType> dtype_from_onnx(int onnx_type);
+// Inverse of dtype_from_onnx; 0 (UNDEFINED) for Undefined.
+int dtype_to_onnx(DType t);
+bool dtype_is_float(DType t);
+// Integer or bool: the types whose constant values are held exactly as int64.
+bool dtype_is_integral(DType t);
+
+}  // namespace tensoropt

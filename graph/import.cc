@@ -1,0 +1,96 @@
+#include "graph/import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "graph/error.h"
+#include "graph/import_steps.h"
+
+namespace tensoropt {
+namespace {
+
+onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  if (bytes.empty() || !model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+    throw InputError(label + ": not an ONNX model, or truncated (protobuf parse failed)");
+  }
+  if (!model.has_graph() || model.ir_version() <= 0) {
+    throw InputError(label + ": not an ONNX model (no graph or IR version)");
+  }
+  return model;
+}
+
+// Shapes ONNX's own inference finds for the model with its inputs specialised as in `g`.
+// Best effort: ONNX may stop early on ops it cannot follow; we keep what it found.
+std::map<std::string, Shape> onnx_reference(onnx::ModelProto model, const Graph& g) {
+  auto* gp = model.mutable_graph();
+  for (auto& vi : *gp->mutable_input()) {
+    int t = g.find(vi.name());
+    if (t < 0 || !vi.type().has_tensor_type()) continue;
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    auto* shape = vi.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : x.shape) shape->add_dim()->set_dim_value(d);
+  }
+  gp->clear_value_info();
+  for (auto& o : *gp->mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  std::map<std::string, Shape> out;
+  try {
+    onnx::ShapeInferenceOptions opts(/*check_type_val=*/false, /*strict_mode_val=*/0, /*data_prop_val=*/true);
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), opts);
+  } catch (const std::exception&) {
+    return out;  // our own inference decides; it reports real errors with the node named
+  }
+  auto collect = [&](const onnx::ValueInfoProto& vi) {
+    if (!vi.type().has_tensor_type() || !vi.type().tensor_type().has_shape()) return;
+    Shape s;
+    for (const auto& d : vi.type().tensor_type().shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    out[vi.name()] = s;
+  };
+  for (const auto& vi : gp->value_info()) collect(vi);
+  for (const auto& vi : gp->output()) collect(vi);
+  return out;
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
+  onnx::ModelProto model = parse(bytes, label);
+  Graph g = graph_from_proto(model, label);
+  classify_inputs(g);
+  specialise_batch(g, options.batch);
+  std::map<std::string, Shape> reference;
+  if (options.onnx_cross_check) reference = onnx_reference(std::move(model), g);
+  make_static(g, reference);
+  return g;
+}
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot be read");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (!f && !f.eof()) throw InputError(path + ": read failed");
+  std::string bytes = ss.str();
+  if (bytes.size() >= static_cast<size_t>(std::numeric_limits<int>::max())) {
+    throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
+  }
+  return import_onnx_bytes(bytes, path, options);
+}
+
+}  // namespace tensoropt

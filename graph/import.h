@@ -1,0 +1,33 @@
+// The ONNX importer: reads a model file and returns a Graph in which every tensor has a static
+// shape, nodes are in topological order, and shape-only subgraphs are folded into constants.
+//
+// Steps: parse the protobuf; classify graph inputs and initializers into data inputs, trainable
+// parameters, buffers and constants; specialise the batch axis of the data inputs; walk the nodes
+// in order, inferring each output's type with the op catalogue and folding nodes whose inputs are
+// all known; drop folded and dead nodes; propagate batch axes. ONNX's own shape inference runs on
+// the specialised model and every shape it finds must agree with ours (a disagreement is an
+// internal fault naming the node).
+//
+// Errors: a file that is missing, unreadable, not ONNX or truncated, an unsupported op, a dynamic
+// axis other than the batch, or a shape that cannot be made static throws InputError with one line
+// naming the file and the node or tensor. Thread-safe: no shared state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "graph/ir.h"
+
+namespace tensoropt {
+
+struct ImportOptions {
+  std::optional<int64_t> batch;   // re-specialise the batch axis (axis 0 of every data input)
+  bool onnx_cross_check = true;   // also run ONNX shape inference and compare
+};
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options = {});
+// `label` names the source in error messages.
+Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options = {});
+
+}  // namespace tensoropt

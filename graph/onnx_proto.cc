@@ -1,0 +1,266 @@
+// Conversion from ONNX protobuf messages to the IR (graph/import_steps.h).
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <set>
+
+#include <onnx/onnx_pb.h>
+
+#include "graph/error.h"
+#include "graph/import_steps.h"
+#include "graph/ops/helpers.h"
+
+namespace tensoropt {
+namespace {
+
+template <typename T>
+T read_le(const std::string& raw, size_t offset) {
+  T v;
+  std::memcpy(&v, raw.data() + offset, sizeof(T));
+  return v;
+}
+
+double half_to_double(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double m = exp == 0 ? frac / 1024.0 * std::pow(2.0, -14) : (1 + frac / 1024.0) * std::pow(2.0, exp - 15);
+  if (exp == 31) m = frac ? std::nan("") : HUGE_VAL;
+  return sign ? -m : m;
+}
+
+}  // namespace
+
+Value tensor_value(const onnx::TensorProto& t, const std::string& where, bool load_data) {
+  Value v;
+  auto dt = dtype_from_onnx(t.data_type());
+  if (!dt) throw InputError(where + ": unsupported element type " + std::to_string(t.data_type()));
+  v.dtype = *dt;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw InputError(where + ": negative dimension " + std::to_string(d));
+    v.shape.push_back(d);
+  }
+  int64_t n;
+  try {
+    n = ops::checked_numel(v.shape);
+  } catch (const OpError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!load_data || external || n > kMaxFoldElements || v.dtype == DType::String) return v;
+  auto size = static_cast<size_t>(n);
+  int64_t esize = dtype_size(v.dtype);
+  bool integral = dtype_is_integral(v.dtype);
+  if (integral) v.ints.resize(size);
+  else v.reals.resize(size);
+  if (t.has_raw_data()) {
+    const std::string& raw = t.raw_data();
+    if (raw.size() != size * static_cast<size_t>(esize)) {
+      throw InputError(where + ": raw data holds " + std::to_string(raw.size()) + " bytes, shape " +
+                       shape_str(v.shape) + " needs " + std::to_string(size * static_cast<size_t>(esize)));
+    }
+    for (size_t i = 0; i < size; ++i) {
+      size_t o = i * static_cast<size_t>(esize);
+      switch (v.dtype) {
+        case DType::F32: v.reals[i] = read_le<float>(raw, o); break;
+        case DType::F64: v.reals[i] = read_le<double>(raw, o); break;
+        case DType::F16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), false); break;
+        case DType::BF16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), true); break;
+        case DType::I64: v.ints[i] = read_le<int64_t>(raw, o); break;
+        case DType::I32: v.ints[i] = read_le<int32_t>(raw, o); break;
+        case DType::I16: v.ints[i] = read_le<int16_t>(raw, o); break;
+        case DType::I8: v.ints[i] = read_le<int8_t>(raw, o); break;
+        case DType::U8: v.ints[i] = read_le<uint8_t>(raw, o); break;
+        case DType::U16: v.ints[i] = read_le<uint16_t>(raw, o); break;
+        case DType::U32: v.ints[i] = read_le<uint32_t>(raw, o); break;
+        case DType::U64: v.ints[i] = static_cast<int64_t>(read_le<uint64_t>(raw, o)); break;
+        case DType::Bool: v.ints[i] = read_le<uint8_t>(raw, o) != 0; break;
+        default: break;
+      }
+    }
+    return v;
+  }
+  auto mismatch = [&](size_t have) {
+    if (have != size) {
+      throw InputError(where + ": holds " + std::to_string(have) + " values, shape " + shape_str(v.shape) +
+                       " needs " + std::to_string(size));
+    }
+  };
+  switch (v.dtype) {
+    case DType::F32:
+      mismatch(static_cast<size_t>(t.float_data_size()));
+      for (size_t i = 0; i < size; ++i) v.reals[i] = t.float_data(static_cast<int>(i));
+      break;
+    case DType::F64:
+      mismatch(static_cast<size_t>(t.double_data_size()));
+      for (size_t i = 0; i < size; ++i) v.reals[i] = t.double_data(static_cast<int>(i));
+      break;
+    case DType::I64:
+      mismatch(static_cast<size_t>(t.int64_data_size()));
+      for (size_t i = 0; i < size; ++i) v.ints[i] = t.int64_data(static_cast<int>(i));
+      break;
+    case DType::U32: case DType::U64:
+      mismatch(static_cast<size_t>(t.uint64_data_size()));
+      for (size_t i = 0; i < size; ++i) v.ints[i] = static_cast<int64_t>(t.uint64_data(static_cast<int>(i)));
+      break;
+    case DType::F16: case DType::BF16:
+      mismatch(static_cast<size_t>(t.int32_data_size()));
+      for (size_t i = 0; i < size; ++i) {
+        v.reals[i] = half_to_double(static_cast<uint16_t>(t.int32_data(static_cast<int>(i))), v.dtype == DType::BF16);
+      }
+      break;
+    default:  // I32, I16, I8, U8, U16, Bool
+      mismatch(static_cast<size_t>(t.int32_data_size()));
+      for (size_t i = 0; i < size; ++i) v.ints[i] = t.int32_data(static_cast<int>(i));
+      if (v.dtype == DType::Bool) for (auto& x : v.ints) x = x != 0;
+      break;
+  }
+  return v;
+}
+
+namespace {
+
+Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& where) {
+  Attribute r;
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: r.kind = Attribute::Kind::Int; r.i = a.i(); break;
+    case A::FLOAT: r.kind = Attribute::Kind::Float; r.f = a.f(); break;
+    case A::STRING: r.kind = Attribute::Kind::String; r.s = a.s(); break;
+    case A::INTS: r.kind = Attribute::Kind::Ints; r.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case A::FLOATS: r.kind = Attribute::Kind::Floats; r.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case A::STRINGS: r.kind = Attribute::Kind::Strings; break;
+    case A::TENSOR: r.kind = Attribute::Kind::Tensor; r.tensor = tensor_value(a.t(), where + " attribute '" + a.name() + "'", true); break;
+    default: r.kind = Attribute::Kind::Graph; break;  // graphs, sparse tensors: no op we support uses them
+  }
+  return r;
+}
+
+Tensor tensor_from_value_info(const onnx::ValueInfoProto& vi, const std::string& where) {
+  Tensor t;
+  t.name = vi.name();
+  if (!vi.type().has_tensor_type()) throw InputError(where + ": input '" + vi.name() + "' is not a tensor");
+  const auto& tt = vi.type().tensor_type();
+  auto dt = dtype_from_onnx(tt.elem_type());
+  if (!dt || *dt == DType::Undefined) throw InputError(where + ": input '" + vi.name() + "' has unsupported element type " + std::to_string(tt.elem_type()));
+  t.dtype = *dt;
+  if (!tt.has_shape()) throw InputError(where + ": input '" + vi.name() + "' has no shape (unknown rank)");
+  for (const auto& d : tt.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() < 0) throw InputError(where + ": input '" + vi.name() + "' has a negative dimension");
+    t.shape.push_back(d.has_dim_value() ? d.dim_value() : -1);
+  }
+  return t;
+}
+
+}  // namespace
+
+Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) {
+  Graph g;
+  g.source_path = label;
+  if (!model.has_graph()) throw InputError(label + ": not an ONNX model (no graph)");
+  const auto& gp = model.graph();
+  g.name = gp.name();
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
+  }
+  if (g.opset == 0) throw InputError(label + ": not an ONNX model (no default-domain opset import)");
+  if (gp.output_size() == 0) throw InputError(label + ": not an ONNX model (the graph has no outputs)");
+
+  std::set<std::string> initializers;
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) throw InputError(label + ": an initializer has no name");
+    if (!initializers.insert(init.name()).second) throw InputError(label + ": initializer '" + init.name() + "' is defined twice");
+  }
+  for (const auto& vi : gp.input()) {
+    if (initializers.count(vi.name())) continue;  // an overridable default: the initializer defines it
+    if (g.find(vi.name()) >= 0) throw InputError(label + ": graph input '" + vi.name() + "' is listed twice");
+    Tensor t = tensor_from_value_info(vi, label);
+    t.kind = TensorKind::Input;
+    g.inputs.push_back(g.add_tensor(std::move(t)));
+  }
+  for (const auto& init : gp.initializer()) {
+    Tensor t;
+    t.name = init.name();
+    Value v = tensor_value(init, label + ": initializer '" + init.name() + "'", true);
+    t.dtype = v.dtype;
+    t.shape = v.shape;
+    t.kind = TensorKind::Constant;
+    if (v.size() == numel(v.shape) && (v.size() > 0 || numel(v.shape) == 0)) t.value = std::move(v);
+    g.add_tensor(std::move(t));
+  }
+
+  // Nodes, in topological order (Kahn's algorithm over tensor names).
+  const int n = gp.node_size();
+  std::map<std::string, int> producer;
+  for (int i = 0; i < n; ++i) {
+    for (const auto& o : gp.node(i).output()) {
+      if (o.empty()) continue;
+      if (g.find(o) >= 0 || !producer.emplace(o, i).second) {
+        throw InputError(label + ": tensor '" + o + "' is produced twice (node '" + gp.node(i).name() + "')");
+      }
+    }
+  }
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  std::vector<std::vector<int>> readers(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const auto& np = gp.node(i);
+    for (const auto& in : np.input()) {
+      if (in.empty() || g.find(in) >= 0) continue;
+      auto it = producer.find(in);
+      if (it == producer.end()) {
+        throw InputError(label + ": node '" + np.name() + "' (" + np.op_type() + ") reads tensor '" + in +
+                         "' that no node, input or initializer defines");
+      }
+      ++pending[static_cast<size_t>(i)];
+      readers[static_cast<size_t>(it->second)].push_back(i);
+    }
+  }
+  std::deque<int> ready;
+  for (int i = 0; i < n; ++i) {
+    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    int i = ready.front();
+    ready.pop_front();
+    const auto& np = gp.node(i);
+    Node node;
+    node.op_type = np.op_type();
+    node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+    node.name = np.name().empty() ? np.op_type() + ":" + (np.output_size() ? np.output(0) : std::to_string(i)) : np.name();
+    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, label + ": node '" + node.name + "'");
+    for (const auto& in : np.input()) node.inputs.push_back(in.empty() ? -1 : g.find(in));
+    for (const auto& o : np.output()) {
+      if (o.empty()) {
+        node.outputs.push_back(-1);
+        continue;
+      }
+      Tensor t;
+      t.name = o;
+      t.producer = static_cast<int>(g.nodes.size());
+      node.outputs.push_back(g.add_tensor(std::move(t)));
+    }
+    g.nodes.push_back(std::move(node));
+    for (int r : readers[static_cast<size_t>(i)]) {
+      if (--pending[static_cast<size_t>(r)] == 0) ready.push_back(r);
+    }
+  }
+  if (static_cast<int>(g.nodes.size()) != n) {
+    for (int i = 0; i < n; ++i) {
+      if (pending[static_cast<size_t>(i)] > 0) {
+        throw InputError(label + ": the graph has a cycle through node '" + gp.node(i).name() + "' (" + gp.node(i).op_type() + ")");
+      }
+    }
+  }
+  for (const auto& o : gp.output()) {
+    int t = g.find(o.name());
+    if (t < 0) throw InputError(label + ": graph output '" + o.name() + "' is not produced by any node");
+    g.outputs.push_back(t);
+  }
+  return g;
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,66 @@
+// Building blocks shared by the op definitions in graph/ops/*.cc: broadcasting, axis
+// normalisation, elementwise evaluation of constants, and the common shapes of iteration spaces.
+// Everything here throws OpError on a malformed node.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "graph/op_catalogue.h"
+
+namespace tensoropt::ops {
+
+// Multidirectional (numpy) broadcast of shapes.
+Shape broadcast(const std::vector<Shape>& shapes);
+// Axis in [-rank, rank) to [0, rank).
+int norm_axis(int64_t axis, int rank, const char* what);
+// Checked product of dims, rejecting negatives and overflow past 2^62.
+int64_t checked_numel(const Shape& s);
+
+// Index helpers for evaluating constants: linear index of `out_index` read from a tensor of
+// shape `in` broadcast to the output's rank.
+int64_t broadcast_offset(const Shape& in, const Shape& out, const std::vector<int64_t>& out_index);
+void next_index(std::vector<int64_t>& idx, const Shape& shape);
+
+// A Value of the given dtype and shape, zero-filled.
+Value make_value(DType t, const Shape& shape);
+void set_elem(Value& v, int64_t i, double real, int64_t integer);
+
+// Evaluate an elementwise op over broadcast inputs. For integral output types `int_fn` is used
+// (exact int64); otherwise `real_fn`. Either may be empty when the op never produces that kind.
+using IntFn = std::function<int64_t(const std::vector<int64_t>&)>;
+using RealFn = std::function<double(const std::vector<double>&)>;
+Value eval_elementwise(const OpView& v, DType out, const IntFn& int_fn, const RealFn& real_fn,
+                       int first_input = 0, int count = -1);
+
+// Iteration space of an elementwise op: one Parallel dim per output axis, inputs aligned to the
+// right; size-1 input axes against larger output axes are broadcast (-1).
+IterSpace elementwise_space(const OpView& v, const std::vector<int>& data_inputs);
+// Iteration space where every output axis is its own dim and input i's axis a maps to dim
+// map[i][a]; roles given per output axis.
+IterSpace axes_space(const Shape& out, const std::vector<DimRole>& roles,
+                     std::vector<std::vector<int>> input_axes, int num_outputs = 1);
+
+// Sums that recur in FLOP formulas.
+double out_elems(const OpView& v, int i = 0);
+double in_elems(const OpView& v, int i = 0);
+// Bytes of activations in a list of tensors for saved-tensor lists.
+std::vector<Saved> save_inputs(const OpView& v, const std::vector<int>& positions);
+std::vector<Saved> save_outputs(const OpView& v, const std::vector<int>& positions);
+
+// Registration functions, one per family file.
+void register_elementwise(std::vector<OpDef>& ops);
+void register_linear(std::vector<OpDef>& ops);
+void register_norm(std::vector<OpDef>& ops);
+void register_pool(std::vector<OpDef>& ops);
+void register_layout(std::vector<OpDef>& ops);
+void register_shape(std::vector<OpDef>& ops);
+
+}  // namespace tensoropt::ops
+
+namespace tensoropt::ops {
+// Output spatial sizes of a windowed op (Conv, pooling) with input spatial sizes `in` and kernel
+// `kernel`, from the node's strides, pads, dilations, auto_pad and ceil_mode attributes.
+Shape window_output(const OpView& v, const Shape& in, const Shape& kernel);
+}  // namespace tensoropt::ops

@@ -1,0 +1,143 @@
+// make_static (graph/import_steps.h): type inference, constant folding, dead-node removal and
+// batch-axis propagation over a graph whose inputs already have static shapes.
+#include <set>
+
+#include "graph/error.h"
+#include "graph/import_steps.h"
+#include "graph/op_catalogue.h"
+#include "graph/ops/helpers.h"
+
+namespace tensoropt {
+namespace {
+
+void infer_node(Graph& g, size_t ni, const std::map<std::string, Shape>& reference) {
+  const Node& node = g.nodes[ni];
+  const std::string where = g.source_path + ": node " + node.label();
+  if (!node.domain.empty()) {
+    throw InputError(where + ": domain '" + node.domain + "' is not supported (only the default ONNX domain)");
+  }
+  const OpDef* def = find_op(node.op_type);
+  if (!def) {
+    throw InputError(where + ": op type '" + node.op_type + "' is not supported; supported: " + supported_op_list());
+  }
+  OpView view(g, node);
+  std::vector<OutType> outs;
+  try {
+    outs = def->infer(view);
+    for (const OutType& o : outs) ops::checked_numel(o.shape);
+  } catch (const OpError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  if (outs.size() < node.outputs.size()) {
+    bool extra_present = false;
+    for (size_t o = outs.size(); o < node.outputs.size(); ++o) extra_present = extra_present || node.outputs[o] >= 0;
+    if (extra_present) throw InputError(where + ": has " + std::to_string(node.outputs.size()) + " outputs, expected " + std::to_string(outs.size()));
+  }
+  bool small = true;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    int t = node.outputs[o];
+    if (t < 0) continue;
+    Tensor& x = g.tensors[static_cast<size_t>(t)];
+    x.dtype = outs[o].dtype;
+    x.shape = outs[o].shape;
+    small = small && x.elements() <= kMaxFoldElements;
+    auto ref = reference.find(x.name);
+    if (ref != reference.end() && ref->second != x.shape) {
+      throw InternalError(where + ": output '" + x.name + "' inferred as " + shape_str(x.shape) +
+                          " but ONNX shape inference says " + shape_str(ref->second));
+    }
+  }
+  bool inputs_known = true;
+  for (int i : node.inputs) inputs_known = inputs_known && (i < 0 || g.tensors[static_cast<size_t>(i)].value);
+  if (!def->fold || !small || !(inputs_known || def->folds_from_shapes)) return;
+  std::vector<Value> values;
+  try {
+    values = def->fold(view);
+  } catch (const OpError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  for (size_t o = 0; o < node.outputs.size() && o < values.size(); ++o) {
+    int t = node.outputs[o];
+    if (t < 0) continue;
+    Tensor& x = g.tensors[static_cast<size_t>(t)];
+    values[o].shape = x.shape;
+    values[o].dtype = x.dtype;
+    TO_CHECK(values[o].size() == x.elements());
+    x.value = std::move(values[o]);
+    x.kind = TensorKind::Constant;
+    x.producer = -1;
+  }
+}
+
+bool folded(const Graph& g, const Node& n) {
+  for (int o : n.outputs) {
+    if (o >= 0 && g.tensors[static_cast<size_t>(o)].kind != TensorKind::Constant) return false;
+  }
+  return true;
+}
+
+// Keeps the nodes that are not folded and that some graph output depends on; renumbers producers.
+void prune(Graph& g) {
+  std::vector<bool> needed(g.tensors.size(), false);
+  for (int t : g.outputs) needed[static_cast<size_t>(t)] = true;
+  std::vector<bool> keep(g.nodes.size(), false);
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    if (folded(g, n)) continue;
+    bool any = false;
+    for (int o : n.outputs) any = any || (o >= 0 && needed[static_cast<size_t>(o)]);
+    if (!any) continue;
+    keep[i] = true;
+    for (int t : n.inputs) {
+      if (t >= 0) needed[static_cast<size_t>(t)] = true;
+    }
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (!keep[i]) continue;
+    for (int o : g.nodes[i].outputs) {
+      if (o >= 0) g.tensors[static_cast<size_t>(o)].producer = static_cast<int>(kept.size());
+    }
+    kept.push_back(std::move(g.nodes[i]));
+  }
+  g.nodes = std::move(kept);
+  // Outputs of dropped dead nodes stay in the tensor table, unread and without a producer.
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    Tensor& x = g.tensors[t];
+    if (x.kind == TensorKind::Activation && x.producer >= 0 && !needed[t]) x.producer = -1;
+  }
+}
+
+void propagate_batch_axes(Graph& g) {
+  for (const Node& n : g.nodes) {
+    OpView view(g, n);
+    IterSpace s = op_space(view);
+    for (size_t o = 0; o < n.outputs.size() && o < s.outputs.size(); ++o) {
+      int t = n.outputs[o];
+      if (t < 0) continue;
+      int axis = -1;
+      for (size_t a = 0; a < s.outputs[o].size(); ++a) {
+        int d = s.outputs[o][a];
+        if (d >= 0 && s.dims[static_cast<size_t>(d)].role == DimRole::Batch) {
+          axis = static_cast<int>(a);
+          break;
+        }
+      }
+      g.tensors[static_cast<size_t>(t)].batch_axis = axis;
+    }
+  }
+}
+
+}  // namespace
+
+void make_static(Graph& g, const std::map<std::string, Shape>& reference) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) infer_node(g, i, reference);
+  prune(g);
+  try {
+    propagate_batch_axes(g);
+  } catch (const OpError& e) {
+    throw InternalError(g.source_path + ": iteration space: " + e.what());
+  }
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,114 @@
+#include "graph/summary.h"
+
+#include <algorithm>
+#include <set>
+
+#include "graph/error.h"
+
+namespace tensoropt {
+
+std::vector<bool> requires_grad(const Graph& g) {
+  std::vector<bool> rg(g.tensors.size(), false);
+  for (size_t t = 0; t < g.tensors.size(); ++t) rg[t] = g.tensors[t].kind == TensorKind::Parameter;
+  for (const Node& n : g.nodes) {
+    const OpDef* def = find_op(n.op_type);
+    TO_CHECK(def != nullptr);
+    bool any = false;
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      int t = n.inputs[i];
+      bool nondiff = std::find(def->nondiff_inputs.begin(), def->nondiff_inputs.end(), static_cast<int>(i)) !=
+                     def->nondiff_inputs.end();
+      any = any || (t >= 0 && !nondiff && rg[static_cast<size_t>(t)]);
+    }
+    for (int o : n.outputs) {
+      if (o >= 0) rg[static_cast<size_t>(o)] = any && dtype_is_float(g.tensors[static_cast<size_t>(o)].dtype);
+    }
+  }
+  return rg;
+}
+
+std::vector<bool> data_dependent(const Graph& g) {
+  std::vector<bool> dd(g.tensors.size(), false);
+  for (int t : g.inputs) dd[static_cast<size_t>(t)] = true;
+  for (const Node& n : g.nodes) {
+    bool any = false;
+    for (int t : n.inputs) any = any || (t >= 0 && dd[static_cast<size_t>(t)]);
+    for (int o : n.outputs) {
+      if (o >= 0) dd[static_cast<size_t>(o)] = any;
+    }
+  }
+  return dd;
+}
+
+std::vector<NodeCost> node_costs(const Graph& g) {
+  std::vector<bool> rg = requires_grad(g);
+  std::vector<bool> dd = data_dependent(g);
+  std::vector<NodeCost> costs;
+  costs.reserve(g.nodes.size());
+  for (const Node& n : g.nodes) {
+    const OpDef* def = find_op(n.op_type);
+    TO_CHECK(def != nullptr);
+    OpView v(g, n);
+    NodeCost c;
+    c.input_grad.resize(n.inputs.size());
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      bool nondiff = std::find(def->nondiff_inputs.begin(), def->nondiff_inputs.end(), static_cast<int>(i)) !=
+                     def->nondiff_inputs.end();
+      c.input_grad[i] = n.inputs[i] >= 0 && !nondiff && rg[static_cast<size_t>(n.inputs[i])];
+    }
+    c.fwd_flops = def->fwd_flops(v);
+    c.bwd_flops = def->bwd_flops(v, c.input_grad);
+    // Saved parameters, constants and tensors computed from them alone (a transposed weight, a
+    // causal mask) are held anyway as model state; only data-dependent tensors are activations.
+    c.saved = def->saved(v, c.input_grad);
+    std::erase_if(c.saved, [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; });
+    c.bytes = op_bytes(v, c.input_grad, c.saved);
+    costs.push_back(std::move(c));
+  }
+  return costs;
+}
+
+ModelSummary summarize(const Graph& g) {
+  ModelSummary s;
+  std::set<int> used;
+  for (const Node& n : g.nodes) {
+    ++s.op_counts[n.op_type];
+    for (int t : n.inputs) {
+      if (t >= 0) used.insert(t);
+    }
+  }
+  s.nodes = static_cast<int64_t>(g.nodes.size());
+  for (int t : used) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    if (x.kind == TensorKind::Parameter) {
+      s.trainable_parameters += x.elements();
+      s.parameter_bytes += x.bytes();
+      ++s.parameter_tensors;
+    } else if (x.kind == TensorKind::Buffer) {
+      s.buffer_elements += x.elements();
+      s.buffer_bytes += x.bytes();
+    } else if (x.kind == TensorKind::Constant) {
+      s.constant_bytes += x.bytes();
+    }
+  }
+  std::vector<NodeCost> costs = node_costs(g);
+  std::set<int> saved;
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const NodeCost& c = costs[i];
+    s.fwd_flops += c.fwd_flops;
+    s.bwd_flops += c.bwd_flops;
+    s.fwd_flops_by_op[g.nodes[i].op_type] += c.fwd_flops;
+    s.fwd_bytes += c.bytes.fwd_read + c.bytes.fwd_write;
+    s.bwd_bytes += c.bytes.bwd_read + c.bytes.bwd_write;
+    for (const Saved& sv : c.saved) {
+      if (sv.tensor < 0) {
+        s.activation_bytes += sv.bytes;
+        continue;
+      }
+      if (saved.insert(sv.tensor).second) s.activation_bytes += sv.bytes;
+    }
+  }
+  return s;
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,649 @@
+#!/usr/bin/env -S /usr/bin/python3
+"""Export weightless ONNX models for tensoropt.
+
+Run with the Debian interpreter (/usr/bin/python3: python3-torch 1.13,
+python3-torchvision 0.14, python3-onnx 1.12):
+
+    models/export.py [--out DIR] [--only name,name] [--extra]
+
+Every model is exported in training mode (BatchNormalization / Dropout kept as
+training ops), opset 17, constant folding off, dynamic batch axis "batch" on
+every input and output, and export_params=False, so parameters (and buffers
+such as BatchNorm running stats) become typed graph inputs.  The trainable
+parameter count, buffer count, data inputs and a forward MAC reference are
+written to manifest.json next to the .onnx files (merged with an existing
+manifest, keys sorted, so re-runs are stable).
+
+--extra writes the robustness test models to tests/fixtures/models/ instead
+(or to --out if given).
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import onnx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+OPSET = 17
+
+
+# ----------------------------------------------------------------------------
+# Hand-written models
+# ----------------------------------------------------------------------------
+
+class BertBase(nn.Module):
+    """BERT-base style encoder on nn.TransformerEncoder, classification head."""
+
+    def __init__(self, vocab=30522, max_pos=512, d=768, nhead=12, ff=3072,
+                 layers=12, dropout=0.1, num_classes=2):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, d)
+        self.pos_emb = nn.Embedding(max_pos, d)
+        self.emb_ln = nn.LayerNorm(d)
+        self.emb_drop = nn.Dropout(dropout)
+        layer = nn.TransformerEncoderLayer(
+            d, nhead, dim_feedforward=ff, dropout=dropout, activation="gelu",
+            batch_first=True, norm_first=False)
+        self.encoder = nn.TransformerEncoder(layer, layers,
+                                             enable_nested_tensor=False)
+        self.classifier = nn.Linear(d, num_classes)
+
+    def forward(self, tokens):
+        pos = torch.arange(tokens.size(1), device=tokens.device)
+        x = self.tok_emb(tokens) + self.pos_emb(pos)
+        x = self.emb_drop(self.emb_ln(x))
+        x = self.encoder(x)
+        return self.classifier(x[:, 0])
+
+
+class GPT2Attention(nn.Module):
+    def __init__(self, d, n_head, dropout):
+        super().__init__()
+        self.n_head = n_head
+        self.d = d
+        self.head_dim = d // n_head
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        B, T, _ = x.size()
+        C, hd = self.d, self.head_dim
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
+        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
+        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        causal = torch.ones(T, T, device=x.device).tril()
+        att = att.masked_fill(causal == 0, float("-inf"))
+        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(att)
+        y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class GPT2MLP(nn.Module):
+    def __init__(self, d, dropout):
+        super().__init__()
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.gelu = nn.GELU()  # exact (erf) GELU
+        self.c_proj = nn.Linear(4 * d, d)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, d, n_head, dropout):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = GPT2Attention(d, n_head, dropout)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = GPT2MLP(d, dropout)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+class GPT2Small(nn.Module):
+    def __init__(self, vocab=50257, ctx=1024, d=768, n_layer=12, n_head=12,
+                 dropout=0.1):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(ctx, d)
+        self.drop = nn.Dropout(dropout)
+        self.h = nn.ModuleList(GPT2Block(d, n_head, dropout)
+                               for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(d)
+        self.n_layer, self.d, self.vocab = n_layer, d, vocab
+
+    def forward(self, tokens):
+        T = tokens.size(1)
+        pos = torch.arange(T, device=tokens.device)
+        x = self.drop(self.wte(tokens) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        x = self.ln_f(x)
+        return x @ self.wte.weight.t()  # tied LM head
+
+    def extra_macs(self, T):
+        # attention QK^T and AV: 2 * T*T*d per layer; tied LM head T*d*V
+        return self.n_layer * 2 * T * T * self.d + T * self.d * self.vocab
+
+
+class TinyMHADecoderLayer(nn.Module):
+    def __init__(self, d, nhead, ff, dropout):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, nhead, dropout=dropout,
+                                          batch_first=False)
+        self.ln2 = nn.LayerNorm(d)
+        self.ff1 = nn.Linear(d, ff)
+        self.ff2 = nn.Linear(ff, d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask):  # x: [T, B, d]
+        h = self.ln1(x)
+        a, _ = self.attn(h, h, h, attn_mask=mask, need_weights=False)
+        x = x + self.drop(a)
+        x = x + self.drop(self.ff2(F.relu(self.ff1(self.ln2(x)))))
+        return x
+
+
+class TinyMHADecoder(nn.Module):
+    """2-layer causal decoder, nn.MultiheadAttention(batch_first=False)."""
+
+    def __init__(self, vocab=1000, ctx=64, d=128, nhead=4, layers=2, ff=512,
+                 dropout=0.1):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(ctx, d)
+        self.layers = nn.ModuleList(TinyMHADecoderLayer(d, nhead, ff, dropout)
+                                    for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, tokens):  # [B, T] -> logits [B, T, V]
+        T = tokens.size(1)
+        x = self.emb(tokens) + self.pos(torch.arange(T, device=tokens.device))
+        x = x.transpose(0, 1)  # [T, B, d]
+        mask = torch.triu(torch.full((T, T), float("-inf"),
+                                     device=tokens.device), diagonal=1)
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.head(self.ln_f(x)).transpose(0, 1)
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(256, 128)
+        self.fc2 = nn.Linear(128, 64)
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+# ----------------------------------------------------------------------------
+# Model registry
+# ----------------------------------------------------------------------------
+
+def _tv(name, no_sd=False, **kw):
+    import torchvision
+    fn = getattr(torchvision.models, name)
+
+    def make():
+        model = fn(weights=None, **kw)
+        if no_sd:  # see NO_SD
+            for m in model.modules():
+                if isinstance(m, torchvision.ops.StochasticDepth):
+                    m.p = 0.0
+        return model
+    return make
+
+
+IMAGE = [("image", ["batch", 3, 224, 224], torch.float32)]
+MAC_NOTE = ("reference_macs_per_sample: multiply-accumulates of Conv2d and "
+            "Linear modules (forward hooks) plus nn.MultiheadAttention "
+            "(in/out projections + QK^T + AV); aten_macs_per_sample: "
+            "independent count of aten convolution/mm/addmm/bmm/baddbmm "
+            "MACs seen by a TorchDispatchMode")
+
+# name -> dict(make, inputs, source, notes, [training], [params_inline], ...)
+MAIN = {
+    "resnet18": dict(make=_tv("resnet18"), inputs=IMAGE,
+                     source="torchvision.models.resnet18"),
+    "resnet50": dict(make=_tv("resnet50"), inputs=IMAGE,
+                     source="torchvision.models.resnet50"),
+    "vgg16": dict(make=_tv("vgg16"), inputs=IMAGE,
+                  source="torchvision.models.vgg16"),
+    "vit_b_16": dict(make=_tv("vit_b_16"), inputs=IMAGE,
+                     source="torchvision.models.vit_b_16"),
+    "bert_base": dict(
+        make=BertBase, inputs=[("tokens", ["batch", 128], torch.int64)],
+        source="models/export.py:BertBase (nn.TransformerEncoder, 12x768, "
+               "12 heads, ff 3072, GELU, post-LN)",
+        notes="classification head Linear(768,2) on token 0; position ids "
+              "via torch.arange inside forward"),
+    "gpt2_small": dict(
+        make=GPT2Small, inputs=[("tokens", ["batch", 1024], torch.int64)],
+        source="models/export.py:GPT2Small (plain torch GPT-2 124M)",
+        notes="LM head tied to wte.weight; causal mask built in forward "
+              "(ones(T,T).tril + masked_fill -inf); reference MACs add "
+              "QK^T+AV (2*T*T*d per layer) and tied LM head (T*d*V)",
+        expect_params=124439808),
+}
+
+NO_SD = ("StochasticDepth p set to 0 (torch 1.13 cannot export the in-place "
+         "bernoulli_ of torchvision StochasticDepth)")
+
+EXTRA = {
+    "mobilenet_v2": dict(make=_tv("mobilenet_v2"), inputs=IMAGE,
+                         source="torchvision.models.mobilenet_v2"),
+    "mobilenet_v3_small": dict(make=_tv("mobilenet_v3_small"), inputs=IMAGE,
+                               source="torchvision.models.mobilenet_v3_small",
+                               notes="HardSigmoid / HardSwish"),
+    "densenet121": dict(make=_tv("densenet121"), inputs=IMAGE,
+                        source="torchvision.models.densenet121",
+                        notes="Concat-heavy"),
+    "shufflenet_v2_x0_5": dict(make=_tv("shufflenet_v2_x0_5"), inputs=IMAGE,
+                               source="torchvision.models.shufflenet_v2_x0_5",
+                               notes="channel shuffle via Reshape/Transpose"),
+    "squeezenet1_0": dict(make=_tv("squeezenet1_0"), inputs=IMAGE,
+                          source="torchvision.models.squeezenet1_0"),
+    "efficientnet_b0": dict(make=_tv("efficientnet_b0", no_sd=True), inputs=IMAGE,
+                            source="torchvision.models.efficientnet_b0",
+                            notes="SiLU, squeeze-excite; " + NO_SD),
+    "regnet_y_400mf": dict(make=_tv("regnet_y_400mf"), inputs=IMAGE,
+                           source="torchvision.models.regnet_y_400mf"),
+    "convnext_tiny": dict(make=_tv("convnext_tiny", no_sd=True), inputs=IMAGE,
+                          source="torchvision.models.convnext_tiny",
+                          notes="LayerNorm over channels-last, Permute; " + NO_SD),
+    "swin_t": dict(make=_tv("swin_t", no_sd=True), inputs=IMAGE,
+                   source="torchvision.models.swin_t",
+                   notes=NO_SD + "; windowed attention, roll, pad; qkv/proj use "
+                         "F.linear so module hooks miss them "
+                         "(reference_macs_per_sample is null)",
+                   macs=False),
+    "googlenet": dict(make=_tv("googlenet", aux_logits=False,
+                                init_weights=False),
+                      inputs=IMAGE, source="torchvision.models.googlenet"
+                      "(aux_logits=False, init_weights=False)"),
+    "resnet18_eval": dict(make=_tv("resnet18"), inputs=IMAGE,
+                          source="torchvision.models.resnet18",
+                          notes="exported with TrainingMode.EVAL",
+                          training=False),
+    "tiny_mha_decoder": dict(
+        make=TinyMHADecoder, inputs=[("tokens", ["batch", 64], torch.int64)],
+        source="models/export.py:TinyMHADecoder (2 layers, d=128, 4 heads, "
+               "nn.MultiheadAttention batch_first=False, causal attn_mask "
+               "from triu(full(-inf)))"),
+    "mlp_inline": dict(make=MLP, inputs=[("x", ["batch", 256], torch.float32)],
+                       source="models/export.py:MLP (256-128-64-10)",
+                       notes="export_params=True: weights are inline "
+                             "initializers", storage="inline"),
+    "mlp_external": dict(make=MLP,
+                         inputs=[("x", ["batch", 256], torch.float32)],
+                         source="models/export.py:MLP (256-128-64-10)",
+                         notes="weights as initializers in ONNX external data "
+                               "(mlp_external.data; weights external, biases "
+                               "below size_threshold=1024 stay inline); the .data file is "
+                               "deleted on purpose",
+                         storage="external"),
+}
+
+
+# ----------------------------------------------------------------------------
+# MAC reference
+# ----------------------------------------------------------------------------
+
+def count_macs(model, example, extra_fn=None):
+    """Forward MACs per sample from module hooks (train mode, no_grad)."""
+    total = [0]
+
+    def conv_hook(m, inp, out):
+        kh, kw = m.kernel_size
+        total[0] += out.numel() * (m.in_channels // m.groups) * kh * kw
+
+    def linear_hook(m, inp, out):
+        x = inp[0]
+        rows = x.numel() // m.in_features
+        total[0] += rows * m.in_features * m.out_features
+
+    def mha_hook(m, inp, out):
+        if len(inp) >= 2:
+            q, k = inp[0], inp[1]
+        else:  # called with keywords (torchvision ViT): self-attention
+            q = k = out[0]
+        if m.batch_first:
+            N, L, E = q.shape
+            S = k.shape[1]
+        else:
+            L, N, E = q.shape
+            S = k.shape[0]
+        # q,k,v projections + QK^T + AV + out projection
+        total[0] += N * (L * E * E + 2 * S * E * E + 2 * L * S * E + L * E * E)
+
+    hooks = []
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            hooks.append(m.register_forward_hook(conv_hook))
+        elif isinstance(m, nn.MultiheadAttention):
+            hooks.append(m.register_forward_hook(mha_hook))
+        elif isinstance(m, nn.Linear):
+            # MHA.out_proj is never *called* as a module, so no double count
+            hooks.append(m.register_forward_hook(linear_hook))
+    was_training = model.training
+    model.train()  # avoids the fused fast path of nn.TransformerEncoder
+    try:
+        with torch.no_grad():
+            model(*example)
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+    batch = example[0].shape[0]
+    assert total[0] % batch == 0
+    macs = total[0] // batch
+    if extra_fn is not None:
+        macs += extra_fn()
+    return macs
+
+
+def count_aten_macs(model, example):
+    """Cross-check: MACs per sample of aten convolution/mm/addmm/bmm/baddbmm
+    ops seen by a TorchDispatchMode (train mode, no_grad)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    aten = torch.ops.aten
+    total = [0]
+
+    def prod(xs):
+        r = 1
+        for x in xs:
+            r *= int(x)
+        return r
+
+    class Counter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            pkt = getattr(func, "overloadpacket", None)
+            if pkt is aten.convolution:
+                w = args[1]
+                total[0] += out.numel() * prod(w.shape[1:])
+            elif pkt in (aten.mm, aten.bmm):
+                total[0] += out.numel() * args[0].shape[-1]
+            elif pkt in (aten.addmm, aten.baddbmm):
+                total[0] += out.numel() * args[1].shape[-1]
+            return out
+
+    was_training = model.training
+    model.train()
+    try:
+        with torch.no_grad(), Counter():
+            model(*example)
+    finally:
+        model.train(was_training)
+    return total[0] // example[0].shape[0]
+
+
+# ----------------------------------------------------------------------------
+# Export
+# ----------------------------------------------------------------------------
+
+DTYPE_NAMES = {torch.float32: "float32", torch.int64: "int64"}
+ONNX_DTYPES = {onnx.TensorProto.FLOAT: "float32",
+               onnx.TensorProto.INT64: "int64"}
+
+
+def make_example(inputs, batch):
+    out = []
+    for _, shape, dtype in inputs:
+        shp = [batch if s == "batch" else s for s in shape]
+        if dtype == torch.int64:
+            out.append(torch.randint(0, 100, shp, dtype=dtype))
+        else:
+            out.append(torch.randn(shp, dtype=dtype))
+    return tuple(out)
+
+
+def perturb(model):
+    """Make all parameters/float buffers distinct so the exporter does not
+    deduplicate identical tensors (e.g. LayerNorm weights = 1) into Identity
+    nodes."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 1e-3)
+        for name, b in model.named_buffers():
+            if b.is_floating_point():
+                if name.endswith("running_var"):
+                    b.add_(torch.rand_like(b) * 1e-3)
+                else:
+                    b.add_(torch.randn_like(b) * 1e-3)
+
+
+def export_one(name, spec, out_dir):
+    t0 = time.time()
+    torch.manual_seed(0)
+    model = spec["make"]()
+    training = spec.get("training", True)
+    storage = spec.get("storage")  # None (weightless), "inline", "external"
+    n_params = sum(p.numel() for p in model.parameters())
+    if "expect_params" in spec:
+        assert n_params == spec["expect_params"], (name, n_params)
+
+    macs = None
+    if spec.get("macs", True):
+        extra = None
+        if isinstance(model, GPT2Small):
+            T = spec["inputs"][0][1][1]
+            extra = lambda: model.extra_macs(T)  # noqa: E731
+        macs = count_macs(model, make_example(spec["inputs"], 2), extra)
+
+    aten_macs = count_aten_macs(model, make_example(spec["inputs"], 2))
+
+    perturb(model)
+    model.train(training)
+    example = make_example(spec["inputs"], 2)
+    input_names = [i[0] for i in spec["inputs"]]
+    output_names = ["logits"]
+    dyn = {n: {0: "batch"} for n in input_names + output_names}
+    path = os.path.join(out_dir, name + ".onnx")
+    mode = (torch.onnx.TrainingMode.TRAINING if training
+            else torch.onnx.TrainingMode.EVAL)
+    torch.onnx.export(model, example, path, opset_version=OPSET,
+                      training=mode, do_constant_folding=False,
+                      export_params=storage is not None,
+                      input_names=input_names, output_names=output_names,
+                      dynamic_axes=dyn)
+
+    m = onnx.load(path)
+    if storage == "external":
+        data_name = name + ".data"
+        onnx.save_model(m, path, save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=data_name,
+                        size_threshold=1024)
+        os.remove(os.path.join(out_dir, data_name))  # bytes absent on purpose
+        m = onnx.load(path, load_external_data=False)
+
+    # Check: every parameter reachable as a graph input (or initializer).
+    graph_inputs = {i.name for i in m.graph.input}
+    inits = {i.name for i in m.graph.initializer}
+    params = dict(model.named_parameters())  # tied weights appear once
+    have = graph_inputs if storage is None else inits
+    missing = [p for p in params if p not in have]
+    if training:
+        assert not missing, (name, "parameters missing from graph:", missing)
+    # In EVAL mode the exporter folds BatchNorm into the preceding Conv even
+    # with do_constant_folding=False; the fused tensors become graph inputs
+    # named onnx::Conv_NNN, so only a loose check is possible there.
+    buffers = dict(model.named_buffers())
+    buf_numel = sum(b.numel() for n, b in buffers.items() if n in have)
+    data_inputs = [i for i in m.graph.input if i.name in input_names]
+    assert [i.name for i in data_inputs] == input_names, name
+    # numel of all weight-like tensors in the graph (non-data graph inputs
+    # plus initializers)
+    weight_numel = 0
+    for v in m.graph.input:
+        if v.name not in input_names and v.name not in inits:
+            n_el = 1
+            for d in v.type.tensor_type.shape.dim:
+                n_el *= d.dim_value
+            weight_numel += n_el
+    for t in m.graph.initializer:
+        n_el = 1
+        for d in t.dims:
+            n_el *= d
+        weight_numel += n_el
+    if training:
+        assert weight_numel == n_params + buf_numel, (name, weight_numel)
+
+    def vi_desc(v):
+        t = v.type.tensor_type
+        shape = [d.dim_param if d.dim_param else d.dim_value
+                 for d in t.shape.dim]
+        return {"name": v.name, "shape": shape,
+                "dtype": ONNX_DTYPES.get(t.elem_type, str(t.elem_type))}
+
+    notes = spec.get("notes", "")
+    notes = (notes + "; " if notes else "") + MAC_NOTE
+    entry = {
+        "file": name + ".onnx",
+        "trainable_parameters": n_params,
+        "buffers": buf_numel,
+        "inputs": [vi_desc(v) for v in data_inputs],
+        "outputs": [vi_desc(v) for v in m.graph.output],
+        "source": spec["source"],
+        "notes": notes,
+        "opset": OPSET,
+        "training_mode": training,
+        "parameter_storage": {None: "graph_inputs", "inline": "initializers",
+                              "external": "external_data_missing"}[storage],
+        "reference_macs_per_sample": macs,
+        "graph_weight_numel": weight_numel,
+        "aten_macs_per_sample": aten_macs,
+    }
+    size = os.path.getsize(path)
+    dt = time.time() - t0
+    print(f"{name:20s} {size/1024:9.1f} KiB  params={n_params:>12,d}  "
+          f"buffers={buf_numel:>9,d}  macs={macs if macs is None else f'{macs/1e9:.4f}G'}"
+          f" aten={aten_macs/1e9:.4f}G"
+          f"  {dt:6.1f}s", flush=True)
+    return entry
+
+
+def check_dir(out_dir, only=None):
+    """onnx.checker every model in out_dir; print node-type counts."""
+    import collections
+    import onnx.numpy_helper  # noqa: F401
+    names = sorted(f[:-5] for f in os.listdir(out_dir) if f.endswith(".onnx"))
+    if only:
+        names = [n for n in names if n in only.split(",")]
+    bad = 0
+    for n in names:
+        path = os.path.join(out_dir, n + ".onnx")
+        # load without external data: mlp_external's .data is absent on purpose
+        m = onnx.load(path, load_external_data=False)
+        ext = [t for t in m.graph.initializer
+               if t.data_location == onnx.TensorProto.EXTERNAL]
+        try:
+            if ext:
+                # the checker insists on the external file existing; check a
+                # copy whose external tensors are zero-filled inline instead
+                import numpy as np
+                c = onnx.ModelProto()
+                c.CopyFrom(m)
+                for t in c.graph.initializer:
+                    if t.data_location == onnx.TensorProto.EXTERNAL:
+                        arr = np.zeros(list(t.dims), dtype=onnx.mapping.
+                                       TENSOR_TYPE_TO_NP_TYPE[t.data_type])
+                        t.CopyFrom(onnx.numpy_helper.from_array(arr, t.name))
+                onnx.checker.check_model(c)
+                status = (f"ok ({len(ext)} initializers in absent external "
+                          f"data; checked zero-filled copy)")
+            else:
+                onnx.checker.check_model(m)
+                status = "ok"
+        except Exception as e:
+            status = f"FAIL {type(e).__name__}: {e}"
+            bad += 1
+        ops = collections.Counter(nd.op_type for nd in m.graph.node)
+        print(f"{n}: {status}; {len(m.graph.node)} nodes, "
+              f"{len(m.graph.input)} inputs, "
+              f"{len(m.graph.initializer)} initializers")
+        print("    " + ", ".join(f"{k}={v}" for k, v in sorted(ops.items())))
+    return 1 if bad else 0
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", help="output directory")
+    ap.add_argument("--only", help="comma-separated model names")
+    ap.add_argument("--extra", action="store_true",
+                    help="export the robustness test models "
+                         "(default dir tests/fixtures/models)")
+    ap.add_argument("--check", action="store_true",
+                    help="do not export; run onnx.checker on every .onnx in "
+                         "the output dir and print node-type counts")
+    ap.add_argument("--verbose", action="store_true",
+                    help="show exporter warnings")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    if not args.verbose:
+        # the exporter warns once per BN about dropping the
+        # num_batches_tracked update, and about training-mode export
+        warnings.filterwarnings("ignore", category=UserWarning)
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+
+    registry = EXTRA if args.extra else MAIN
+    out_dir = args.out or (os.path.join(REPO, "tests", "fixtures", "models")
+                           if args.extra else HERE)
+    os.makedirs(out_dir, exist_ok=True)
+    names = list(registry)
+    if args.only:
+        names = [n for n in args.only.split(",") if n]
+        bad = [n for n in names if n not in registry]
+        if bad:
+            ap.error(f"unknown model(s) {bad}; choose from {list(registry)}")
+
+    if args.check:
+        return check_dir(out_dir, args.only)
+
+    man_path = os.path.join(out_dir, "manifest.json")
+    manifest = {}
+    if os.path.exists(man_path):
+        with open(man_path) as f:
+            manifest = json.load(f)
+    failed = []
+    for n in names:
+        try:
+            manifest[n] = export_one(n, registry[n], out_dir)
+        except Exception as e:  # keep going; report at the end
+            failed.append((n, f"{type(e).__name__}: {e}"))
+            print(f"{n:20s} FAILED: {type(e).__name__}: {e}", flush=True)
+        with open(man_path, "w") as f:
+            json.dump(manifest, f, indent=2, sort_keys=True)
+            f.write("\n")
+    if failed:
+        print("failed:", ", ".join(n for n, _ in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
