@@ -1,0 +1,132 @@
+// End-to-end: the tensoropt binary as a user runs it — output, JSON keys, exit codes, and one
+// clear line on stderr for every kind of bad input.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <sys/wait.h>
+
+#include "tests/onnx_builder.h"
+
+namespace tensoropt {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::filesystem::path temp_dir() {
+  static std::filesystem::path dir = [] {
+    auto d = std::filesystem::temp_directory_path() / ("tensoropt_cli_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+Result run(const std::string& args) {
+  auto out = temp_dir() / "stdout", err = temp_dir() / "stderr";
+  std::string cmd = std::string(TENSOROPT_BINARY) + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
+  int status = std::system(cmd.c_str());
+  Result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = slurp(out.string());
+  r.err = slurp(err.string());
+  return r;
+}
+
+std::string write_temp(const std::string& name, const std::string& bytes) {
+  auto p = temp_dir() / name;
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+std::string model(const std::string& name) { return std::string(TENSOROPT_SOURCE_DIR) + "/models/" + name; }
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Bad input: exit code 2, nothing on stdout, one line on stderr naming `what`.
+void check_refused(const Result& r, const std::string& what) {
+  CAPTURE(r.err);
+  CHECK(r.code == 2);
+  CHECK(r.out.empty());
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK(has(r.err, what));
+}
+
+}  // namespace
+
+TEST_CASE("cli: --version says whether CUDA is built in") {
+  Result r = run("--version");
+  CHECK(r.code == 0);
+  CHECK(r.out.rfind("tensoropt 0.1.0\n", 0) == 0);
+  CHECK(has(r.out, "CUDA support: "));
+}
+
+TEST_CASE("cli: inspect prints parameters, FLOPs, activations and op counts") {
+  Result r = run("inspect " + model("resnet18.onnx") + " --batch 1");
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "parameters   11,689,512 trainable"));
+  CHECK(has(r.out, "input        image float32 [1,3,224,224]"));
+  CHECK(has(r.out, "\nConv                       20"));
+  Result v = run("inspect " + model("resnet18.onnx") + " --batch 1 --verbose");
+  CHECK(v.code == 0);
+  CHECK(has(v.out, "Conv  [1,3,224,224] [64,3,7,7] -> [1,64,112,112]"));
+}
+
+TEST_CASE("cli: inspect --json has the documented keys with the right types") {
+  Result r = run("inspect " + model("gpt2_small.onnx") + " --batch 2 --json");
+  REQUIRE(r.code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["format_version"] == 1);
+  CHECK(j["trainable_parameters"].is_number_integer());
+  CHECK(j["trainable_parameters"] == 124439808);
+  CHECK(j["ops"].is_object());
+  CHECK(j["ops"]["MatMul"].get<int>() > 0);
+  CHECK(j["flops"]["forward"].get<double>() > 0);
+  CHECK(j["flops"]["backward"].get<double>() > j["flops"]["forward"].get<double>());
+  CHECK(j["activation_bytes"].is_number_integer());
+  CHECK(j["model"]["batch"] == 2);
+  CHECK(j["inputs"][0]["shape"] == nlohmann::json::array({2, 1024}));
+  CHECK(!j.contains("node_list"));
+  Result v = run("inspect " + model("resnet18.onnx") + " --batch 1 --json --verbose");
+  CHECK(nlohmann::json::parse(v.out)["node_list"].size() > 40);
+}
+
+TEST_CASE("cli: bad input is one line on stderr and exit code 2") {
+  check_refused(run("inspect /no/such/model.onnx --batch 1"), "/no/such/model.onnx: no such file");
+  check_refused(run("inspect " + temp_dir().string() + " --batch 1"), "is a directory");
+  std::string text = write_temp("text.onnx", "this is not a model\n");
+  check_refused(run("inspect " + text + " --batch 1"), text + ": not an ONNX model");
+  std::string whole = slurp(model("resnet18.onnx"));
+  std::string cut = write_temp("cut.onnx", whole.substr(0, whole.size() / 3));
+  check_refused(run("inspect " + cut + " --batch 1"), cut + ": not an ONNX model, or truncated");
+  std::string odd = write_temp("odd.onnx", test::ModelBuilder().input("x", {-1, 4}).node("Frobnicate", {"x"}, {"y"}, "frob1").output("y").bytes());
+  check_refused(run("inspect " + odd + " --batch 1"), "'frob1' (Frobnicate)");
+  check_refused(run("inspect " + model("resnet18.onnx")), "'image' has a dynamic batch axis; pass --batch");
+  check_refused(run("inspect " + model("resnet18.onnx") + " --batch -3"), "--batch");
+  check_refused(run("inspect " + model("resnet18.onnx") + " --batch abc"), "--batch");
+  check_refused(run("inspect " + model("resnet18.onnx") + " --frobnicate"), "--frobnicate");
+  check_refused(run("inspect"), "model");
+}
+
+TEST_CASE("cli: docs/ops.md holds the table `tensoropt ops --markdown` prints") {
+  Result r = run("ops --markdown");
+  REQUIRE(r.code == 0);
+  std::string doc = slurp(std::string(TENSOROPT_SOURCE_DIR) + "/docs/ops.md");
+  CHECK_MESSAGE(has(doc, r.out), "regenerate the table in docs/ops.md with `tensoropt ops --markdown`");
+}
+
+}  // namespace tensoropt

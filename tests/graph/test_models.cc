@@ -1,0 +1,138 @@
+// The shipped models and the fixture models against PyTorch's own numbers (recorded by
+// models/export.py in each folder's manifest.json): trainable parameters, buffers, and
+// multiply-accumulates of Conv/Gemm/MatMul; and every tensor static at batch 1, 8 and 64.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "graph/import.h"
+#include "graph/summary.h"
+
+namespace tensoropt {
+namespace {
+
+nlohmann::json manifest(const std::string& dir) {
+  std::ifstream f(std::string(TENSOROPT_SOURCE_DIR) + "/" + dir + "/manifest.json");
+  REQUIRE(f.good());
+  return nlohmann::json::parse(f);
+}
+
+Graph load(const std::string& dir, const nlohmann::json& entry, int64_t batch) {
+  std::string path = std::string(TENSOROPT_SOURCE_DIR) + "/" + dir + "/" + entry["file"].get<std::string>();
+  return import_onnx_file(path, {.batch = batch});
+}
+
+// Every tensor a node touches has a known dtype and a static shape; nothing but compute ops and
+// the constants they read remain.
+void check_static(const Graph& g) {
+  for (const Node& n : g.nodes) {
+    CHECK_MESSAGE(n.op_type != "Shape", n.name);
+    CHECK_MESSAGE(n.op_type != "Constant", n.name);
+    for (int t : n.inputs) {
+      if (t < 0) continue;
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      CHECK_MESSAGE(x.dtype != DType::Undefined, x.name);
+      for (int64_t d : x.shape) CHECK_MESSAGE(d >= 0, x.name);
+    }
+    for (int t : n.outputs) {
+      if (t < 0) continue;
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      CHECK_MESSAGE(x.dtype != DType::Undefined, x.name);
+      for (int64_t d : x.shape) CHECK_MESSAGE(d >= 0, x.name);
+    }
+  }
+}
+
+double matmul_macs(const ModelSummary& s) {
+  double f = 0;
+  for (const char* op : {"Conv", "Gemm", "MatMul"}) {
+    auto it = s.fwd_flops_by_op.find(op);
+    if (it != s.fwd_flops_by_op.end()) f += it->second;
+  }
+  return f / 2;
+}
+
+}  // namespace
+
+TEST_CASE("shipped models: parameters, buffers and MACs equal PyTorch's; static at batch 1, 8, 64") {
+  auto m = manifest("models");
+  REQUIRE(m.size() == 6);
+  for (auto& [name, entry] : m.items()) {
+    CAPTURE(name);
+    for (int64_t batch : {1, 8, 64}) {
+      CAPTURE(batch);
+      Graph g = load("models", entry, batch);
+      check_static(g);
+      ModelSummary s = summarize(g);
+      CHECK(s.trainable_parameters == entry["trainable_parameters"].get<int64_t>());
+      CHECK(s.buffer_elements == entry["buffers"].get<int64_t>());
+      CHECK(g.batch == batch);
+      // Bias additions are the only FLOPs of Conv/Gemm/MatMul beyond 2 per MAC.
+      double ref = entry["aten_macs_per_sample"].get<double>() * static_cast<double>(batch);
+      CHECK(matmul_macs(s) >= ref);
+      CHECK(matmul_macs(s) <= ref * 1.002);
+    }
+  }
+}
+
+TEST_CASE("GPT-2 small has exactly 124,439,808 trainable parameters, the tied embedding counted once") {
+  Graph g = import_onnx_file(std::string(TENSOROPT_SOURCE_DIR) + "/models/gpt2_small.onnx", {.batch = 2});
+  CHECK(summarize(g).trainable_parameters == 124439808);
+  int wte = g.find("wte.weight");
+  REQUIRE(wte >= 0);
+  CHECK(g.tensors[static_cast<size_t>(wte)].kind == TensorKind::Parameter);
+  CHECK(g.consumers()[static_cast<size_t>(wte)].size() == 2);  // embedding Gather and LM-head Transpose
+}
+
+TEST_CASE("ResNet-50 forward is 4.09 GMACs per 224x224 image, as published") {
+  Graph g = import_onnx_file(std::string(TENSOROPT_SOURCE_DIR) + "/models/resnet50.onnx", {.batch = 1});
+  double gmacs = matmul_macs(summarize(g)) / 1e9;
+  CHECK(gmacs == doctest::Approx(4.09).epsilon(0.005));
+}
+
+TEST_CASE("CNN costs scale linearly with the batch") {
+  auto m = manifest("models");
+  for (std::string name : {"resnet18", "resnet50", "vgg16"}) {
+    CAPTURE(name);
+    ModelSummary one = summarize(load("models", m[name], 1));
+    ModelSummary eight = summarize(load("models", m[name], 8));
+    CHECK(eight.fwd_flops == doctest::Approx(8 * one.fwd_flops));
+    CHECK(eight.bwd_flops == doctest::Approx(8 * one.bwd_flops));
+    // BatchNorm's saved mean and inverse std are per channel, not per sample.
+    int64_t bn_stats = 0;
+    Graph g = load("models", m[name], 1);
+    for (const Node& n : g.nodes) {
+      if (n.op_type == "BatchNormalization") bn_stats += 2 * g.tensors[static_cast<size_t>(n.inputs[1])].elements() * 4;
+    }
+    CHECK(eight.activation_bytes == 8 * (one.activation_bytes - bn_stats) + bn_stats);
+    // Backward: dX and dW for every contraction except the first conv's dX (the image needs none).
+    CHECK(one.bwd_flops > 1.9 * one.fwd_flops);
+    CHECK(one.bwd_flops < 2.0 * one.fwd_flops);
+  }
+}
+
+TEST_CASE("fixture models a new user might try import at batch 1 and 8 with PyTorch's parameter counts") {
+  auto m = manifest("tests/fixtures/models");
+  REQUIRE(m.size() >= 14);
+  for (auto& [name, entry] : m.items()) {
+    CAPTURE(name);
+    for (int64_t batch : {1, 8}) {
+      CAPTURE(batch);
+      Graph g = load("tests/fixtures/models", entry, batch);
+      check_static(g);
+      ModelSummary s = summarize(g);
+      // An eval-mode export folds BatchNorm into Conv, so its weights are what the graph holds.
+      int64_t expected = entry["training_mode"].get<bool>() ? entry["trainable_parameters"].get<int64_t>()
+                                                              : entry["graph_weight_numel"].get<int64_t>();
+      CHECK(s.trainable_parameters == expected);
+      if (entry.contains("aten_macs_per_sample") && !entry["aten_macs_per_sample"].is_null()) {
+        double ref = entry["aten_macs_per_sample"].get<double>() * static_cast<double>(batch);
+        CHECK(matmul_macs(s) >= ref * 0.999);
+        CHECK(matmul_macs(s) <= ref * 1.01);
+      }
+    }
+  }
+}
+
+}  // namespace tensoropt
