@@ -61,9 +61,13 @@ def tensor(name: str, dims, dtype=FLOAT, values=None) -> bytes:
     return out
 
 
-def value_info(name: str, dims, dtype=FLOAT) -> bytes:
-    shape = b"".join(f_bytes(1, f_bytes(2, d) if isinstance(d, str) else f_int(1, d)) for d in dims)
-    return f_bytes(1, name) + f_bytes(2, f_bytes(1, f_int(1, dtype) + f_bytes(2, shape)))
+def value_info(name: str, dims=None, dtype=FLOAT) -> bytes:
+    """ValueInfoProto; dims None: no shape (as graph outputs usually are); a str dim is symbolic."""
+    ttype = f_int(1, dtype)
+    if dims is not None:
+        ttype += f_bytes(2, b"".join(f_bytes(1, f_bytes(2, d) if isinstance(d, str) else f_int(1, d))
+                                     for d in dims))
+    return f_bytes(1, name) + f_bytes(2, f_bytes(1, ttype))
 
 
 def attr(name: str, value) -> bytes:
@@ -81,7 +85,7 @@ def attr(name: str, value) -> bytes:
 
 def node(op: str, inputs, outputs, **attrs) -> bytes:
     return (b"".join(f_bytes(1, i) for i in inputs) + b"".join(f_bytes(2, o) for o in outputs)
-            + f_bytes(3, op + "_0") + f_bytes(4, op) + b"".join(attr(k, v) for k, v in attrs.items()))
+            + f_bytes(3, op + "_0") + f_bytes(4, op) + b"".join(f_bytes(5, attr(k, v)) for k, v in attrs.items()))
 
 
 def model(nodes, inputs, outputs, inits=(), opset=17) -> bytes:
@@ -94,7 +98,7 @@ def model(nodes, inputs, outputs, inits=(), opset=17) -> bytes:
 
 def small_models():
     X = value_info("x", ["N", 4, 8])
-    Y = value_info("y", [])
+    Y = value_info("y")
     out = {}
     for op in ["Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Erf", "Softplus",
                "Identity", "Reciprocal", "HardSwish", "Floor", "Cos"]:
@@ -102,7 +106,7 @@ def small_models():
     for op in ["Add", "Mul", "Sub", "Div", "Pow", "Max", "Min"]:
         out[op] = model([node(op, ["x", "w"], ["y"])], [X], [Y], [tensor("w", [8])])
     for op in ["Equal", "Less", "Greater"]:
-        out[op] = model([node(op, ["x", "x"], ["y"])], [X], [Y])
+        out[op] = model([node(op, ["x", "x"], ["y"])], [X], [value_info("y", None, BOOL)])
     out["MatMul"] = model([node("MatMul", ["x", "w"], ["y"])], [X], [Y], [tensor("w", [8, 16])])
     out["Gemm"] = model([node("Gemm", ["x", "w", "b"], ["y"], transB=1)], [value_info("x", ["N", 8])], [Y],
                         [tensor("w", [16, 8]), tensor("b", [16])])
@@ -128,7 +132,7 @@ def small_models():
     out["Squeeze"] = model([node("Squeeze", ["x", "a"], ["y"])], [value_info("x", ["N", 1, 8])], [Y],
                            [tensor("a", [1], INT64, [1])])
     out["Concat"] = model([node("Concat", ["x", "x"], ["y"], axis=1)], [X], [Y])
-    out["Split"] = model([node("Split", ["x", "s"], ["y", "z"], axis=2)], [X], [Y, value_info("z", [])],
+    out["Split"] = model([node("Split", ["x", "s"], ["y", "z"], axis=2)], [X], [Y, value_info("z")],
                          [tensor("s", [2], INT64, [3, 5])])
     out["Slice"] = model([node("Slice", ["x", "st", "en", "ax", "sp"], ["y"])], [X], [Y],
                          [tensor("st", [1], INT64, [1]), tensor("en", [1], INT64, [-1]),
@@ -148,7 +152,7 @@ def small_models():
     out["Trilu"] = model([node("Trilu", ["x"], ["y"], upper=1)], [X], [Y])
     out["Clip"] = model([node("Clip", ["x", "lo", "hi"], ["y"])], [X], [Y],
                         [tensor("lo", [], FLOAT, [0.0]), tensor("hi", [], FLOAT, [6.0])])
-    out["Cast"] = model([node("Cast", ["x"], ["y"], to=INT64)], [X], [Y])
+    out["Cast"] = model([node("Cast", ["x"], ["y"], to=INT64)], [X], [value_info("y", None, INT64)])
     out["Dropout"] = model([node("Dropout", ["x"], ["y"], seed=0)], [X], [Y])
     # Shape subgraph folded at import: Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
     out["ShapeFold"] = model(
@@ -159,7 +163,8 @@ def small_models():
     out["ConstantOfShape"] = model(
         [node("Shape", ["x"], ["s"]), node("ConstantOfShape", ["s"], ["c"], value=tensor("v", [1], FLOAT, [1.0])),
          node("Add", ["x", "c"], ["y"])], [X], [Y])
-    out["Range"] = model([node("Range", ["a", "b", "d"], ["r"]), node("Add", ["x", "r"], ["y"])], [X], [Y],
+    out["Range"] = model([node("Range", ["a", "b", "d"], ["r"]), node("Cast", ["r"], ["rf"], to=FLOAT),
+                          node("Add", ["x", "rf"], ["y"])], [X], [Y],
                          [tensor("a", [], INT64, [0]), tensor("b", [], INT64, [8]), tensor("d", [], INT64, [1])])
     out["Constant"] = model([node("Constant", [], ["c"], value=tensor("v", [8], FLOAT, [0.5] * 8)),
                              node("Mul", ["x", "c"], ["y"])], [X], [Y])
