@@ -57,6 +57,7 @@ const std::vector<OpDef>& all_ops() {
     ops::register_pool(v);
     ops::register_layout(v);
     ops::register_shape(v);
+    ops::register_resample(v);
     std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.type < b.type; });
     for (size_t i = 1; i < v.size(); ++i) TO_CHECK(v[i - 1].type != v[i].type);
     return v;

@@ -5,6 +5,7 @@ Run with the Debian interpreter (/usr/bin/python3: python3-torch 1.13,
 python3-torchvision 0.14, python3-onnx 1.12):
 
     models/export.py [--out DIR] [--only name,name] [--extra]
+    models/export.py [--extra] [--only ...] --reference-memory [--breakdown]
 
 Every model is exported in training mode (BatchNormalization / Dropout kept as
 training ops), opset 17, constant folding off, dynamic batch axis "batch" on
@@ -16,6 +17,12 @@ manifest, keys sorted, so re-runs are stable).
 
 --extra writes the robustness test models to tests/fixtures/models/ instead
 (or to --out if given).
+
+--reference-memory exports nothing: it adds saved_activation_bytes
+({"1": bytes, "2": bytes}) and saved_activation_notes to the existing
+manifest entries (everything else unchanged), measured with
+torch.autograd.graph.saved_tensors_hooks over one forward pass at batch 1
+and 2 (see SAVED_NOTE).  A normal export keeps those two fields.
 """
 
 import argparse
@@ -403,6 +410,152 @@ def count_aten_macs(model, example):
 
 
 # ----------------------------------------------------------------------------
+# Saved-activation reference (--reference-memory)
+# ----------------------------------------------------------------------------
+
+SAVED_NOTE = (
+    "saved_activation_bytes: bytes of the distinct tensor storages the "
+    "PyTorch 1.13 CPU autograd graph keeps for backward after one forward "
+    "pass at batch 1 and 2 (model in the manifest's training mode, grad "
+    "enabled, parameters requires_grad, input not requiring grad, no loss: "
+    "graph rooted at the model output), captured with "
+    "torch.autograd.graph.saved_tensors_hooks; only saved tensors still held "
+    "by the live graph after the forward are counted; each storage counted "
+    "once at its full storage nbytes (dedup by storage data_ptr, so a saved "
+    "view keeps and counts its whole base storage); storages of parameters "
+    "and buffers (and views of them, e.g. weight.t()) excluded; the model "
+    "input is counted when saved; dropout masks (float32 on CPU: the "
+    "non-fused input*mask path), BatchNorm save_mean/save_invstd and "
+    "max-pool indices are included; seed 0 + perturb() as the export, "
+    "torch.set_num_threads(2); the output tensor itself is not counted "
+    "unless some node saved it")
+
+
+def measure_saved_activations(model, example, want_breakdown=False):
+    """Bytes of distinct non-parameter storages saved for backward by one
+    forward pass of model(*example) with grad enabled.
+
+    Returns dict(bytes=..., n_saved=..., n_storages=..., big_views=[...],
+    breakdown={grad_fn name: bytes} or None)."""
+    import gc
+    import weakref
+
+    def storage_of(t):
+        if hasattr(t, "untyped_storage"):
+            return t.untyped_storage()
+        return t.storage()
+
+    class Packed:
+        __slots__ = ("t", "idx", "__weakref__")
+
+        def __init__(self, t, idx):
+            self.t, self.idx = t, idx
+
+    records = []      # (idx, weakref to Packed, ptr, storage nbytes, view bytes)
+    unpacked = []     # idx of every unpack while walking the graph
+
+    def pack(t):
+        st = storage_of(t)
+        p = Packed(t, len(records))
+        records.append((p.idx, weakref.ref(p), st.data_ptr(), st.nbytes(),
+                        t.numel() * t.element_size(), str(t.dtype),
+                        tuple(t.shape)))
+        return p
+
+    def unpack(p):
+        unpacked.append(p.idx)
+        return p.t
+
+    skip = set()
+    for t in list(model.parameters()) + list(model.buffers()):
+        skip.add(storage_of(t).data_ptr())
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = model(*example)
+    gc.collect()
+    alive = [r for r in records if r[1]() is not None]
+
+    owner = {}
+    if want_breakdown:
+        # Map each pack event to the grad_fn that saved it by reading the
+        # node's _saved_* attributes (which runs our unpack hook).
+        roots = [out.grad_fn] if out.grad_fn is not None else []
+        seen, stack, keep = set(), list(roots), []
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            keep.append(node)  # keep ids unique while walking
+            for a in dir(node):
+                if a.startswith("_saved_"):
+                    del unpacked[:]
+                    try:
+                        getattr(node, a)
+                    except Exception:
+                        pass
+                    for i in unpacked:
+                        owner.setdefault(i, type(node).__name__)
+            stack.extend(fn for fn, _ in node.next_functions)
+
+    by_ptr = {}
+    for idx, _, ptr, nbytes, vbytes, dtype, shape in alive:
+        if ptr in skip:
+            continue
+        e = by_ptr.setdefault(ptr, dict(nbytes=nbytes, first=idx, views=[]))
+        e["first"] = min(e["first"], idx)
+        e["views"].append((vbytes, dtype, shape, owner.get(idx, "?")))
+    total = sum(e["nbytes"] for e in by_ptr.values())
+    big_views = []
+    for e in by_ptr.values():
+        largest = max(v[0] for v in e["views"])
+        if e["nbytes"] >= 2 * largest and e["nbytes"] > 0:
+            big_views.append((e["nbytes"], largest, e["views"][0][2],
+                              sorted({v[3] for v in e["views"]})))
+    breakdown = None
+    if want_breakdown:
+        breakdown = {}
+        for e in by_ptr.values():
+            k = owner.get(e["first"], "<unreached>")
+            c = breakdown.setdefault(k, [0, 0])
+            c[0] += e["nbytes"]
+            c[1] += 1
+    res = dict(bytes=total, n_saved=len(alive), n_packed=len(records),
+               n_storages=len(by_ptr), big_views=sorted(big_views,
+                                                          reverse=True),
+               breakdown=breakdown)
+    del out, alive, records
+    gc.collect()
+    return res
+
+
+def reference_memory(name, spec, batches=(1, 2), breakdown=False):
+    """saved_activation_bytes for one registry entry; model built exactly as
+    export_one builds it (seed 0, spec["make"], perturb, train(training))."""
+    t0 = time.time()
+    torch.manual_seed(0)
+    model = spec["make"]()
+    training = spec.get("training", True)
+    perturb(model)
+    model.train(training)
+    for p in model.parameters():
+        p.requires_grad_(True)
+    result, details = {}, {}
+    for b in batches:
+        torch.manual_seed(0)
+        example = make_example(spec["inputs"], b)
+        r = measure_saved_activations(model, example, breakdown)
+        result[str(b)] = r["bytes"]
+        details[b] = r
+    dt = time.time() - t0
+    print(f"{name:20s} saved b1={result.get('1', 0)/2**20:10.2f} MiB  "
+          f"b2={result.get('2', 0)/2**20:10.2f} MiB  "
+          f"({details[batches[0]]['n_storages']} storages, "
+          f"{details[batches[0]]['n_saved']}/{details[batches[0]]['n_packed']}"
+          f" saved alive)  {dt:6.1f}s", flush=True)
+    return result, details
+
+
+# ----------------------------------------------------------------------------
 # Export
 # ----------------------------------------------------------------------------
 
@@ -590,6 +743,60 @@ def check_dir(out_dir, only=None):
     return 1 if bad else 0
 
 
+SAVED_KEYS = ("saved_activation_bytes", "saved_activation_notes")
+
+
+def write_manifest(manifest, man_path):
+    with open(man_path, "w") as f:
+        json.dump(manifest, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def update_reference_memory(manifest, man_path, registry, names, breakdown):
+    failed = []
+    t_all = time.time()
+    for n in names:
+        if n not in manifest:
+            print(f"{n:20s} not in {man_path}; export it first", flush=True)
+            failed.append(n)
+            continue
+        try:
+            spec = registry[n]
+            result, details = reference_memory(n, spec, breakdown=breakdown)
+        except Exception as e:  # keep going; report at the end
+            failed.append(n)
+            print(f"{n:20s} FAILED: {type(e).__name__}: {e}", flush=True)
+            continue
+        note = SAVED_NOTE
+        if not spec.get("training", True):
+            note += ("; measured in eval mode (as exported) with grad "
+                     "enabled: BatchNorm saves input and running stats, no "
+                     "batch statistics")
+        big = details[1]["big_views"]
+        if big:
+            mb = sum(x[0] - x[1] for x in big)
+            note += (f"; at batch 1, {len(big)} saved tensor(s) are views "
+                     f"into a storage at least 2x their own size, adding "
+                     f"{mb} bytes beyond the viewed elements")
+        manifest[n]["saved_activation_bytes"] = result
+        manifest[n]["saved_activation_notes"] = note
+        write_manifest(manifest, man_path)
+        for b, r in sorted(details.items()):
+            for nb, vb, shape, who in r["big_views"][:3]:
+                print(f"    b{b}: view {list(shape)} ({vb} B) of a {nb} B "
+                      f"storage, saved by {', '.join(who)}")
+        if breakdown:
+            top = sorted(details[1]["breakdown"].items(),
+                         key=lambda kv: -kv[1][0])[:10]
+            for k, (nb, cnt) in top:
+                print(f"    {k:32s} {nb/2**20:10.2f} MiB  {cnt:4d} storages")
+    print(f"reference memory: {time.time() - t_all:.1f}s", flush=True)
+    if failed:
+        print("failed:", ", ".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", help="output directory")
@@ -600,6 +807,13 @@ def main(argv=None):
     ap.add_argument("--check", action="store_true",
                     help="do not export; run onnx.checker on every .onnx in "
                          "the output dir and print node-type counts")
+    ap.add_argument("--reference-memory", action="store_true",
+                    help="do not export; add saved_activation_bytes (batch 1 "
+                         "and 2, measured with saved_tensors_hooks) to the "
+                         "existing manifest entries in place")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="with --reference-memory: print the 10 largest "
+                         "saved-storage groups by grad_fn at batch 1")
     ap.add_argument("--verbose", action="store_true",
                     help="show exporter warnings")
     args = ap.parse_args(argv)
@@ -629,16 +843,23 @@ def main(argv=None):
     if os.path.exists(man_path):
         with open(man_path) as f:
             manifest = json.load(f)
+    if args.reference_memory:
+        return update_reference_memory(manifest, man_path, registry, names,
+                                       args.breakdown)
     failed = []
     for n in names:
         try:
-            manifest[n] = export_one(n, registry[n], out_dir)
+            entry = export_one(n, registry[n], out_dir)
+            # keep fields only --reference-memory writes (they depend on the
+            # model definition, not on the export)
+            for k in SAVED_KEYS:
+                if k in manifest.get(n, {}):
+                    entry[k] = manifest[n][k]
+            manifest[n] = entry
         except Exception as e:  # keep going; report at the end
             failed.append((n, f"{type(e).__name__}: {e}"))
             print(f"{n:20s} FAILED: {type(e).__name__}: {e}", flush=True)
-        with open(man_path, "w") as f:
-            json.dump(manifest, f, indent=2, sort_keys=True)
-            f.write("\n")
+        write_manifest(manifest, man_path)
     if failed:
         print("failed:", ", ".join(n for n, _ in failed), file=sys.stderr)
         return 1

@@ -190,6 +190,68 @@ void register_elementwise(std::vector<OpDef>& ops) {
   ops.push_back(unary("HardSwish", 4, 3, Keep::Input, nullptr));
   ops.push_back(unary("Sin", 1, 2, Keep::Input, [](const V& a) { return std::sin(a[0]); }));
   ops.push_back(unary("Cos", 1, 2, Keep::Input, [](const V& a) { return std::cos(a[0]); }));
+  ops.push_back(unary("Softsign", 3, 3, Keep::Input, nullptr));
+  ops.push_back(unary("Celu", 4, 2, Keep::Input, nullptr));
+  ops.push_back(unary("ThresholdedRelu", 1, 1, Keep::Input, nullptr));
+  ops.push_back(unary("Mish", 5, 6, Keep::Input, nullptr));
+  ops.push_back(unary("Shrink", 2, 1, Keep::Input, nullptr));
+  ops.push_back(unary("Tan", 1, 2, Keep::Output, [](const V& a) { return std::tan(a[0]); }));
+  ops.push_back(unary("Atan", 1, 3, Keep::Input, [](const V& a) { return std::atan(a[0]); }));
+  ops.push_back(unary("Asin", 1, 3, Keep::Input, [](const V& a) { return std::asin(a[0]); }));
+  ops.push_back(unary("Acos", 1, 3, Keep::Input, [](const V& a) { return std::acos(a[0]); }));
+  ops.push_back(unary("Sinh", 1, 2, Keep::Input, [](const V& a) { return std::sinh(a[0]); }));
+  ops.push_back(unary("Cosh", 1, 2, Keep::Input, [](const V& a) { return std::cosh(a[0]); }));
+  {
+    // Gelu (opset 20): exact (erf) or, with approximate="tanh", the tanh form.
+    OpDef d = unary("Gelu", 8, 10, Keep::Input, nullptr);
+    ops.push_back(std::move(d));
+  }
+  {
+    OpDef sign = unary("Sign", 1, 0, Keep::Nothing, [](const V& a) { return double((a[0] > 0) - (a[0] < 0)); },
+                       [](const I& a) { return int64_t{(a[0] > 0) - (a[0] < 0)}; });
+    sign.flops_doc = "1·N / 0 (zero gradient)";
+    ops.push_back(std::move(sign));
+    OpDef round = unary("Round", 1, 0, Keep::Nothing, [](const V& a) { return std::nearbyint(a[0]); },
+                        [](const I& a) { return a[0]; });
+    round.flops_doc = "1·N / 0 (zero gradient)";
+    ops.push_back(std::move(round));
+  }
+  for (const char* type : {"IsNaN", "IsInf"}) {
+    OpDef d = unary(type, 1, 0, Keep::Nothing, nullptr);
+    d.flops_doc = "1·N / 0 (no gradient)";
+    d.nondiff_inputs = {0};
+    d.infer = [](const OpView& v) { return std::vector<OutType>{{DType::Bool, v.in_shape(0)}}; };
+    ops.push_back(std::move(d));
+  }
+  {
+    // PRelu(x, slope): slope is a learned weight broadcast against x.
+    OpDef d = binary("PRelu", 2, 1, 2, {1}, {0}, nullptr, nullptr);
+    d.weight_inputs = {1};
+    d.fold = nullptr;
+    ops.push_back(std::move(d));
+  }
+  for (const char* type : {"Sum", "Mean"}) {
+    // Variadic sums; Mean adds one division per output element.
+    bool mean = std::string(type) == "Mean";
+    OpDef d = binary(type, 1, mean ? 1 : 0, mean ? 1 : 0, {}, {}, [](const V& a) {
+      double t = 0;
+      for (double x : a) t += x;
+      return t;
+    }, nullptr);
+    if (mean) d.fold = nullptr;
+    d.flops_doc = mean ? "(inputs)·N / 1·N per input needing a gradient" : "(inputs - 1)·N / 0, plus the sum over broadcast axes";
+    d.infer = [](const OpView& v) {
+      std::vector<Shape> shapes;
+      for (int i = 0; i < v.num_inputs(); ++i) {
+        if (!v.has_input(i)) throw OpError("missing input " + std::to_string(i));
+        shapes.push_back(v.in_shape(i));
+      }
+      if (shapes.empty()) throw OpError("needs at least one input");
+      return std::vector<OutType>{{v.in(0).dtype, broadcast(shapes)}};
+    };
+    d.fwd_flops = [mean](const OpView& v) { return out_elems(v) * (v.num_inputs() - (mean ? 0 : 1)); };
+    ops.push_back(std::move(d));
+  }
   {
     // Clip(x, min?, max?): min and max are constants (inputs from opset 11, attributes before).
     OpDef d = unary("Clip", 2, 1, Keep::Input, nullptr);

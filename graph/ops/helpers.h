@@ -56,6 +56,7 @@ void register_norm(std::vector<OpDef>& ops);
 void register_pool(std::vector<OpDef>& ops);
 void register_layout(std::vector<OpDef>& ops);
 void register_shape(std::vector<OpDef>& ops);
+void register_resample(std::vector<OpDef>& ops);
 
 }  // namespace tensoropt::ops
 

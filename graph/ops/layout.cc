@@ -669,6 +669,59 @@ void register_layout(std::vector<OpDef>& ops) {
     ops.push_back(std::move(d));
   }
   {
+    // GatherElements(data, indices, axis): out[i] = data[i with axis replaced by indices[i]].
+    OpDef d = movement("GatherElements", {1});
+    d.flops_doc = "0 / N (scatter-add into the data gradient)";
+    d.saves_doc = "indices, when data needs a gradient";
+    d.infer = [](const OpView& v) {
+      if (!v.has_input(0) || !v.has_input(1)) throw OpError("needs data and indices");
+      if (v.in_rank(0) != v.in_rank(1)) throw OpError("data and indices ranks differ");
+      norm_axis(v.node.attr_int("axis", 0), v.in_rank(0), "axis");
+      return std::vector<OutType>{{v.in(0).dtype, v.in_shape(1)}};
+    };
+    d.space = [](const OpView& v) {
+      const Shape& out = v.out(0).shape;
+      auto axis = static_cast<size_t>(norm_axis(v.node.attr_int("axis", 0), v.in_rank(0), "axis"));
+      std::vector<DimRole> roles(out.size(), DimRole::Parallel);
+      roles[axis] = DimRole::Fixed;
+      std::vector<int> xa = iota_axes(out.size());
+      for (size_t a = 0; a < out.size(); ++a) {
+        if (a == axis || v.in_shape(0)[a] != out[a]) xa[a] = -1;
+      }
+      return axes_space(out, roles, {xa, iota_axes(out.size())});
+    };
+    d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] ? out_elems(v) : 0.0; };
+    d.saved = [](const OpView& v, const std::vector<bool>& g) {
+      return g[0] ? save_inputs(v, {1}) : std::vector<Saved>{};
+    };
+    ops.push_back(std::move(d));
+  }
+  {
+    // OneHot(indices, depth, values; axis): a new axis of size depth; no gradient.
+    OpDef d = movement("OneHot", {0, 1, 2});
+    d.infer = [](const OpView& v) {
+      if (!v.has_input(2)) throw OpError("needs indices, depth and values");
+      int64_t depth = v.in_ints(1, "depth").at(0);
+      if (depth <= 0) throw OpError("depth must be positive");
+      Shape out = v.in_shape(0);
+      int axis = norm_axis(v.node.attr_int("axis", -1), static_cast<int>(out.size()) + 1, "axis");
+      out.insert(out.begin() + axis, depth);
+      return std::vector<OutType>{{v.in(2).dtype, out}};
+    };
+    d.space = [](const OpView& v) {
+      const Shape& out = v.out(0).shape;
+      int axis = norm_axis(v.node.attr_int("axis", -1), static_cast<int>(out.size()), "axis");
+      std::vector<DimRole> roles(out.size(), DimRole::Parallel);
+      roles[static_cast<size_t>(axis)] = DimRole::Fixed;
+      std::vector<int> ia;
+      for (size_t a = 0; a < out.size(); ++a) {
+        if (static_cast<int>(a) != axis) ia.push_back(static_cast<int>(a));
+      }
+      return axes_space(out, roles, {ia, {}, {}});
+    };
+    ops.push_back(std::move(d));
+  }
+  {
     OpDef d = movement("Trilu", {1});
     d.infer = [](const OpView& v) {
       if (v.in_rank(0) < 2) throw OpError("input must have rank >= 2");

@@ -1,6 +1,8 @@
 // Normalisations and reductions: BatchNormalization, LayerNormalization, Softmax, LogSoftmax,
 // ReduceMean/Sum/Max/Min. N = elements of the input, S = elements of the statistics.
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <set>
 
 #include "graph/ops/helpers.h"
@@ -173,12 +175,53 @@ std::vector<bool> reduced_axes(const OpView& v) {
   return red;
 }
 
+// Folds a Reduce* over a small constant: `combine` accumulates, `finish` maps (acc, count).
+Value fold_reduce(const OpView& v, double init, const std::function<double(double, double)>& combine,
+                  const std::function<double(double, int64_t)>& finish) {
+  auto red = reduced_axes(v);
+  const Shape& x = v.in_shape(0);
+  const Value& in = *v.in_value(0);
+  const Shape& out_shape = v.out(0).shape;
+  // Output index of each input element: drop (or zero) the reduced axes.
+  Shape kept;
+  for (size_t a = 0; a < x.size(); ++a) kept.push_back(red[a] ? 1 : x[a]);
+  std::vector<double> acc(static_cast<size_t>(numel(kept)), init);
+  std::vector<int64_t> idx(x.size(), 0);
+  for (int64_t k = 0; k < numel(x); ++k) {
+    int64_t o = 0;
+    for (size_t a = 0; a < x.size(); ++a) o = o * kept[a] + (red[a] ? 0 : idx[a]);
+    acc[static_cast<size_t>(o)] = combine(acc[static_cast<size_t>(o)], in.real(k));
+    next_index(idx, x);
+  }
+  int64_t count = numel(x) / std::max<int64_t>(1, numel(kept));
+  Value r = make_value(v.in(0).dtype, out_shape);
+  for (size_t o = 0; o < acc.size(); ++o) {
+    double f = finish(acc[o], count);
+    set_elem(r, static_cast<int64_t>(o), f, static_cast<int64_t>(f));
+  }
+  return r;
+}
+
 OpDef reduce(const std::string& type, bool linear) {
   OpDef d;
   d.type = type;
   d.family = "reduction";
   d.flops_doc = linear ? (type == "ReduceMean" ? "N + outputs / N" : "N / 0") : "N / N";
   d.saves_doc = linear ? "nothing" : "input and output";
+  using F2 = std::function<double(double, double)>;
+  using Fin = std::function<double(double, int64_t)>;
+  auto ident = Fin([](double a, int64_t) { return a; });
+  if (type == "ReduceSum") d.fold = [ident](const OpView& v) { return std::vector<Value>{fold_reduce(v, 0, F2(std::plus<double>()), ident)}; };
+  if (type == "ReduceMean") d.fold = [](const OpView& v) {
+    return std::vector<Value>{fold_reduce(v, 0, F2(std::plus<double>()), [](double a, int64_t n) { return a / static_cast<double>(n); })};
+  };
+  if (type == "ReduceProd") d.fold = [ident](const OpView& v) { return std::vector<Value>{fold_reduce(v, 1, F2(std::multiplies<double>()), ident)}; };
+  if (type == "ReduceMax") d.fold = [ident](const OpView& v) {
+    return std::vector<Value>{fold_reduce(v, -HUGE_VAL, [](double a, double b) { return std::max(a, b); }, ident)};
+  };
+  if (type == "ReduceMin") d.fold = [ident](const OpView& v) {
+    return std::vector<Value>{fold_reduce(v, HUGE_VAL, [](double a, double b) { return std::min(a, b); }, ident)};
+  };
   d.nondiff_inputs = {1};
   d.infer = [](const OpView& v) {
     if (!v.has_input(0)) throw OpError("missing input");
@@ -225,9 +268,174 @@ OpDef reduce(const std::string& type, bool linear) {
   return d;
 }
 
+// InstanceNormalization(X, scale[C], B[C]) and GroupNormalization(X, scale, bias; num_groups):
+// statistics over the spatial axes (and, for groups, the channels of a group).
+OpDef group_stats_norm(const std::string& type) {
+  OpDef d;
+  d.type = type;
+  d.family = "normalization";
+  d.flops_doc = "7·N / 8·N";
+  d.saves_doc = "X, plus mean and inverse std per (sample, group)";
+  d.weight_inputs = {1, 2};
+  bool instance = type == "InstanceNormalization";
+  auto groups = [instance](const OpView& v) {
+    return instance ? v.in_shape(0)[1] : v.node.attr_int("num_groups", 0);
+  };
+  d.infer = [groups](const OpView& v) {
+    if (!v.has_input(0) || !v.has_input(1) || !v.has_input(2)) throw OpError("needs X, scale and bias");
+    const Shape& x = v.in_shape(0);
+    if (x.size() < 3) throw OpError("X " + shape_str(x) + " must be [N,C,spatial...]");
+    int64_t g = groups(v);
+    if (g <= 0 || x[1] % g != 0) throw OpError("num_groups " + std::to_string(g) + " does not divide the channels");
+    return std::vector<OutType>{{v.in(0).dtype, x}};
+  };
+  d.space = [instance](const OpView& v) {
+    const Shape& x = v.in_shape(0);
+    std::vector<DimRole> roles(x.size(), DimRole::Normalized);
+    roles[0] = DimRole::Parallel;
+    if (instance) roles[1] = DimRole::Parallel;
+    std::vector<int> xa(x.size());
+    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    auto param = [&](int i) { return v.in_shape(i) == Shape{x[1]} ? std::vector<int>{1} : std::vector<int>{-1}; };
+    return axes_space(x, roles, {xa, param(1), param(2)});
+  };
+  d.fwd_flops = [](const OpView& v) { return 7 * in_elems(v); };
+  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] || g[1] || g[2] ? 8 * in_elems(v) : 0.0; };
+  d.saved = [groups](const OpView& v, const std::vector<bool>& g) {
+    if (!(g[0] || g[1] || g[2])) return std::vector<Saved>{};
+    auto s = save_inputs(v, {0});
+    s.push_back({-1, 2 * v.in_shape(0)[0] * groups(v) * 4});
+    return s;
+  };
+  return d;
+}
+
+OpDef lp_normalization() {
+  OpDef d;
+  d.type = "LpNormalization";
+  d.family = "normalization";
+  d.flops_doc = "3·N / 4·N";
+  d.saves_doc = "input and output";
+  d.infer = [](const OpView& v) {
+    norm_axis(v.node.attr_int("axis", -1), v.in_rank(0), "axis");
+    return std::vector<OutType>{{v.in(0).dtype, v.in_shape(0)}};
+  };
+  d.space = [](const OpView& v) {
+    const Shape& x = v.in_shape(0);
+    int axis = norm_axis(v.node.attr_int("axis", -1), static_cast<int>(x.size()), "axis");
+    std::vector<DimRole> roles(x.size(), DimRole::Parallel);
+    roles[static_cast<size_t>(axis)] = DimRole::Normalized;
+    std::vector<int> xa(x.size());
+    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    return axes_space(x, roles, {xa});
+  };
+  d.fwd_flops = [](const OpView& v) { return 3 * in_elems(v); };
+  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] ? 4 * in_elems(v) : 0.0; };
+  d.saved = [](const OpView& v, const std::vector<bool>& g) {
+    if (!g[0]) return std::vector<Saved>{};
+    auto s = save_inputs(v, {0});
+    auto o = save_outputs(v, {0});
+    s.insert(s.end(), o.begin(), o.end());
+    return s;
+  };
+  return d;
+}
+
+// CumSum(x, axis): running sums along one axis; backward is the reverse running sum.
+OpDef cumsum() {
+  OpDef d;
+  d.type = "CumSum";
+  d.family = "reduction";
+  d.flops_doc = "N / N";
+  d.saves_doc = "nothing";
+  d.nondiff_inputs = {1};
+  auto axis_of = [](const OpView& v) { return norm_axis(v.in_ints(1, "axis").at(0), v.in_rank(0), "axis"); };
+  d.infer = [axis_of](const OpView& v) {
+    if (!v.has_input(0)) throw OpError("missing input");
+    axis_of(v);
+    return std::vector<OutType>{{v.in(0).dtype, v.in_shape(0)}};
+  };
+  d.space = [axis_of](const OpView& v) {
+    const Shape& x = v.in_shape(0);
+    std::vector<DimRole> roles(x.size(), DimRole::Parallel);
+    roles[static_cast<size_t>(axis_of(v))] = DimRole::Fixed;
+    std::vector<int> xa(x.size());
+    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    return axes_space(x, roles, {xa, {}});
+  };
+  d.fwd_flops = [](const OpView& v) { return in_elems(v); };
+  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] ? in_elems(v) : 0.0; };
+  d.saved = [](const OpView&, const std::vector<bool>&) { return std::vector<Saved>{}; };
+  return d;
+}
+
+// ArgMax/ArgMin(x; axis, keepdims) -> int64 indices; TopK(x, k; axis) -> values, int64 indices.
+OpDef arg_reduce(const std::string& type) {
+  OpDef d;
+  bool topk = type == "TopK";
+  d.type = type;
+  d.family = "reduction";
+  d.flops_doc = topk ? "N·log2(k) / N (scatter of the gradient)" : "N / 0 (no gradient)";
+  d.saves_doc = topk ? "indices" : "nothing";
+  d.nondiff_inputs = topk ? std::vector<int>{1} : std::vector<int>{0};
+  auto axis_of = [topk](const OpView& v) { return norm_axis(v.node.attr_int("axis", topk ? -1 : 0), v.in_rank(0), "axis"); };
+  d.infer = [axis_of, topk](const OpView& v) {
+    if (!v.has_input(0)) throw OpError("missing input");
+    Shape out = v.in_shape(0);
+    auto axis = static_cast<size_t>(axis_of(v));
+    if (topk) {
+      int64_t k = v.in_ints(1, "k").at(0);
+      if (k < 0 || k > out[axis]) throw OpError("k = " + std::to_string(k) + " is out of range");
+      out[axis] = k;
+      return std::vector<OutType>{{v.in(0).dtype, out}, {DType::I64, out}};
+    }
+    if (v.node.attr_int("keepdims", 1) != 0) out[axis] = 1;
+    else out.erase(out.begin() + static_cast<long>(axis));
+    return std::vector<OutType>{{DType::I64, out}};
+  };
+  d.space = [axis_of, topk](const OpView& v) {
+    const Shape& x = v.in_shape(0);
+    auto axis = static_cast<size_t>(axis_of(v));
+    IterSpace s;
+    std::vector<int> xa, ya;
+    bool keep = topk || v.node.attr_int("keepdims", 1) != 0;
+    for (size_t a = 0; a < x.size(); ++a) {
+      xa.push_back(static_cast<int>(a));
+      s.dims.push_back({"d" + std::to_string(a), x[a], a == axis ? DimRole::Normalized : DimRole::Parallel});
+      if (a != axis) ya.push_back(static_cast<int>(a));
+      else if (keep) ya.push_back(-1);
+    }
+    s.inputs = {xa, {}};
+    s.outputs.assign(static_cast<size_t>(v.num_outputs()), ya);
+    return s;
+  };
+  d.fwd_flops = [topk, axis_of](const OpView& v) {
+    if (!topk) return in_elems(v);
+    int64_t k = v.out(0).shape[static_cast<size_t>(axis_of(v))];
+    return in_elems(v) * std::log2(static_cast<double>(std::max<int64_t>(k, 2)));
+  };
+  d.bwd_flops = [topk](const OpView& v, const std::vector<bool>& g) { return topk && g[0] ? in_elems(v) : 0.0; };
+  d.saved = [topk](const OpView& v, const std::vector<bool>& g) {
+    return topk && g[0] ? save_outputs(v, {1}) : std::vector<Saved>{};
+  };
+  return d;
+}
+
 }  // namespace
 
 void register_norm(std::vector<OpDef>& ops) {
+  ops.push_back(group_stats_norm("InstanceNormalization"));
+  ops.push_back(group_stats_norm("GroupNormalization"));
+  ops.push_back(lp_normalization());
+  ops.push_back(cumsum());
+  ops.push_back(arg_reduce("ArgMax"));
+  ops.push_back(arg_reduce("ArgMin"));
+  ops.push_back(arg_reduce("TopK"));
+  ops.push_back(reduce("ReduceProd", false));
+  ops.push_back(reduce("ReduceL1", false));
+  ops.push_back(reduce("ReduceL2", false));
+  ops.push_back(reduce("ReduceSumSquare", false));
+  ops.push_back(reduce("ReduceLogSumExp", false));
   ops.push_back(batch_norm());
   ops.push_back(layer_norm());
   ops.push_back(softmax("Softmax"));
