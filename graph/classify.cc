@@ -10,8 +10,8 @@
 //     directly or through ops that only re-lay it out (Transpose, Reshape, Cast, ...), is a
 //     parameter; one that reaches a buffer position (BatchNormalization mean and variance) is a
 //     buffer.
-//  4. A float tensor combined with data by any other op (MatMul, Add, Concat, ...) is a
-//     parameter, unless it is an initializer holding at most one element or with a name the
+//  4. A float tensor combined with data by any other op (MatMul, Add, Concat, ...), in an
+//     input that takes a gradient, is a parameter, unless it is an initializer holding at most one element or with a name the
 //     PyTorch exporter gives to folded constants ("onnx::...", "_v_..."), which are constants.
 //  5. Anything else: a graph input is data, an initializer a constant.
 #include <set>
@@ -121,13 +121,17 @@ void classify_inputs(Graph& g) {
     }
     std::erase_if(candidates, [&](int t) { return data[static_cast<size_t>(t)]; });
   }
+  // A tensor meets data when it enters a differentiable input of an op that also reads data
+  // (Resize's scales or Clip's bounds never get a gradient, so they are no parameters).
   std::vector<bool> meets_data(g.tensors.size(), false);
   for (const Node& n : g.nodes) {
     bool any = false;
     for (int i : n.inputs) any = any || (i >= 0 && data[static_cast<size_t>(i)]);
     if (!any) continue;
-    for (int i : n.inputs) {
-      if (i >= 0) meets_data[static_cast<size_t>(i)] = true;
+    const OpDef* def = find_op(n.op_type);
+    for (size_t pos = 0; pos < n.inputs.size(); ++pos) {
+      int i = n.inputs[pos];
+      if (i >= 0 && !(def && contains(def->nondiff_inputs, static_cast<int>(pos)))) meets_data[static_cast<size_t>(i)] = true;
     }
     for (int o : n.outputs) {
       if (o >= 0) data[static_cast<size_t>(o)] = true;

@@ -164,3 +164,53 @@ TEST_CASE("training Dropout saves a one-byte mask; inference Dropout costs nothi
 }
 
 }  // namespace tensoropt
+
+namespace tensoropt {
+
+TEST_CASE("Einsum: shapes, roles and FLOPs of attention scores") {
+  test::ModelBuilder b;
+  b.input("q", {-1, 4, 10, 16}).input("k", {-1, 4, 12, 16})
+      .node("Einsum", {"q", "k"}, {"s"}).attr_s("equation", "bhqd,bhkd->bhqk")
+      .output("s");
+  Graph g = import_onnx_bytes(b.bytes(), "t.onnx", {.batch = 2});
+  const Node& e = node_of(g, "Einsum");
+  CHECK(g.tensors[static_cast<size_t>(e.outputs[0])].shape == Shape{2, 4, 10, 12});
+  CHECK(roles(op_space(OpView(g, e))) == "b:batch h:parallel q:parallel d:reduction k:parallel ");
+  CHECK(node_costs(g)[0].fwd_flops == 2.0 * 2 * 4 * 10 * 12 * 16);
+}
+
+TEST_CASE("Einsum with an ellipsis and an implicit output") {
+  test::ModelBuilder b;
+  b.input("x", {-1, 3, 5, 7}).input("w", {7, 6})
+      .node("Einsum", {"x", "w"}, {"y"}).attr_s("equation", "...ij,jk")
+      .output("y");
+  Graph g = import_onnx_bytes(b.bytes(), "t.onnx", {.batch = 2});
+  CHECK(g.tensors[static_cast<size_t>(node_of(g, "Einsum").outputs[0])].shape == Shape{2, 3, 5, 6});
+}
+
+TEST_CASE("ConvTranspose doubles the spatial size with stride 2") {
+  test::ModelBuilder b;
+  b.input("x", {-1, 8, 5, 5}).input("w", {8, 4, 4, 4})
+      .node("ConvTranspose", {"x", "w"}, {"y"}).attr("strides", std::vector<int64_t>{2, 2})
+      .attr("pads", std::vector<int64_t>{1, 1, 1, 1})
+      .output("y");
+  Graph g = import_onnx_bytes(b.bytes(), "t.onnx", {.batch = 2});
+  CHECK(g.tensors[static_cast<size_t>(node_of(g, "ConvTranspose").outputs[0])].shape == Shape{2, 4, 10, 10});
+  CHECK(node_costs(g)[0].fwd_flops == 2.0 * 2 * 8 * 25 * 4 * 16);
+}
+
+TEST_CASE("Resize by scales and by sizes") {
+  test::ModelBuilder b;
+  b.input("x", {-1, 3, 8, 8})
+      .floats("roi", {0}).floats("scales", {4}, 2.0f)
+      .node("Resize", {"x", "roi", "scales"}, {"y"}).attr_s("mode", "nearest")
+      .floats("none", {0}).ints("sizes", {2, 3, 5, 7})
+      .node("Resize", {"y", "none", "none", "sizes"}, {"z"}).attr_s("mode", "linear")
+      .output("z");
+  Graph g = import_onnx_bytes(b.bytes(), "t.onnx", {.batch = 2});
+  CHECK(g.tensors[static_cast<size_t>(g.find("y"))].shape == Shape{4, 6, 16, 16});
+  CHECK(g.tensors[static_cast<size_t>(g.find("scales"))].kind == TensorKind::Constant);
+  CHECK(g.tensors[static_cast<size_t>(g.find("z"))].shape == Shape{2, 3, 5, 7});
+}
+
+}  // namespace tensoropt
