@@ -43,6 +43,18 @@ int64_t checked_numel(const Shape& s) {
   return n;
 }
 
+int64_t add_checked(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw OpError("dimension arithmetic overflows");
+  return r;
+}
+
+int64_t mul_checked(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw OpError("dimension arithmetic overflows");
+  return r;
+}
+
 int64_t broadcast_offset(const Shape& in, const Shape& out, const std::vector<int64_t>& out_index) {
   size_t off = out.size() - in.size();
   int64_t lin = 0;
@@ -198,17 +210,17 @@ Shape window_output(const OpView& v, const Shape& in, const Shape& kernel) {
       throw OpError("non-positive stride, dilation or kernel, or negative padding");
     }
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out[i] = (in[i] + strides[i] - 1) / strides[i];
+      out[i] = add_checked(in[i], strides[i] - 1) / strides[i];
       continue;
     }
-    int64_t span = dil[i] * (kernel[i] - 1) + 1;
-    int64_t padded = in[i] + (auto_pad == "VALID" ? 0 : pads[i] + pads[i + r]);
+    int64_t span = add_checked(mul_checked(dil[i], kernel[i] - 1), 1);
+    int64_t padded = add_checked(in[i], auto_pad == "VALID" ? 0 : add_checked(pads[i], pads[i + r]));
     if (padded < span) throw OpError("window of " + std::to_string(span) + " is larger than the padded input " +
                                      std::to_string(padded));
     int64_t num = padded - span;
-    out[i] = (ceil_mode ? (num + strides[i] - 1) / strides[i] : num / strides[i]) + 1;
+    out[i] = (ceil_mode ? add_checked(num, strides[i] - 1) / strides[i] : num / strides[i]) + 1;
     // ONNX (as PyTorch): with ceil_mode the last window must start inside the input or left pad.
-    if (ceil_mode && (out[i] - 1) * strides[i] >= in[i] + pads[i]) --out[i];
+    if (ceil_mode && mul_checked(out[i] - 1, strides[i]) >= add_checked(in[i], pads[i])) --out[i];
   }
   return out;
 }

@@ -17,6 +17,9 @@ Shape broadcast(const std::vector<Shape>& shapes);
 int norm_axis(int64_t axis, int rank, const char* what);
 // Checked product of dims, rejecting negatives and overflow past 2^62.
 int64_t checked_numel(const Shape& s);
+// a + b and a * b, throwing OpError instead of overflowing int64.
+int64_t add_checked(int64_t a, int64_t b);
+int64_t mul_checked(int64_t a, int64_t b);
 
 // Index helpers for evaluating constants: linear index of `out_index` read from a tensor of
 // shape `in` broadcast to the output's rank.

@@ -269,7 +269,7 @@ std::vector<int64_t> split_sizes(const OpView& v, int axis) {
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) throw OpError("negative split size");
-    total += s;
+    total = add_checked(total, s);
   }
   if (total != dim || static_cast<int>(sizes.size()) != n) {
     throw OpError("split sizes " + shape_str(sizes) + " do not cover axis of size " + std::to_string(dim) +
@@ -355,7 +355,7 @@ void register_layout(std::vector<OpDef>& ops) {
             throw OpError("input " + std::to_string(i) + " " + shape_str(s) + " does not match " + shape_str(v.in_shape(0)));
           }
         }
-        out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+        out[static_cast<size_t>(axis)] = add_checked(out[static_cast<size_t>(axis)], s[static_cast<size_t>(axis)]);
       }
       return std::vector<OutType>{{v.in(0).dtype, out}};
     };
@@ -529,7 +529,7 @@ void register_layout(std::vector<OpDef>& ops) {
       Shape out = v.in_shape(0);
       size_t r = out.size();
       for (size_t a = 0; a < r; ++a) {
-        out[a] += pads[a] + pads[a + r];
+        out[a] = add_checked(out[a], add_checked(pads[a], pads[a + r]));
         if (out[a] < 0) throw OpError("pads remove more than the axis holds");
       }
       return std::vector<OutType>{{v.in(0).dtype, out}};
@@ -583,7 +583,7 @@ void register_layout(std::vector<OpDef>& ops) {
       if (rep.size() != out.size()) throw OpError("repeats has " + std::to_string(rep.size()) + " values for rank " + std::to_string(out.size()));
       for (size_t a = 0; a < out.size(); ++a) {
         if (rep[a] < 0) throw OpError("negative repeat");
-        out[a] *= rep[a];
+        out[a] = mul_checked(out[a], rep[a]);
       }
       checked_numel(out);
       return std::vector<OutType>{{v.in(0).dtype, out}};

@@ -418,7 +418,8 @@ OpDef conv_transpose() {
     auto given = v.node.attr_ints("output_shape");
     for (size_t i = 0; i < r; ++i) {
       int64_t o = given && given->size() == r ? (*given)[i]
-                                               : strides[i] * (x[2 + i] - 1) + outpad[i] + dil[i] * (w[2 + i] - 1) + 1 - pads[i] - pads[i + r];
+                                               : add_checked(add_checked(mul_checked(strides[i], x[2 + i] - 1), add_checked(outpad[i], 1)),
+                                                             mul_checked(dil[i], w[2 + i] - 1)) - add_checked(pads[i], pads[i + r]);
       if (o <= 0) throw OpError("output size is not positive");
       out.push_back(o);
     }

@@ -33,7 +33,9 @@ Shape resize_shape(const OpView& v) {
   Shape out;
   for (size_t a = 0; a < x.size(); ++a) {
     if (!(scales[a] > 0) || scales[a] > 1e6) throw OpError("scale must be positive");
-    out.push_back(static_cast<int64_t>(std::floor(static_cast<double>(x[a]) * scales[a])));
+    double o = std::floor(static_cast<double>(x[a]) * scales[a]);
+    if (o >= 4e18) throw OpError("output too large");
+    out.push_back(static_cast<int64_t>(o));
   }
   return out;
 }
