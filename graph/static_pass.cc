@@ -3,6 +3,7 @@
 #include <set>
 
 #include "graph/error.h"
+#include "graph/fuse.h"
 #include "graph/import_steps.h"
 #include "graph/op_catalogue.h"
 #include "graph/ops/helpers.h"
@@ -133,6 +134,7 @@ void propagate_batch_axes(Graph& g) {
 void make_static(Graph& g, const std::map<std::string, Shape>& reference) {
   for (size_t i = 0; i < g.nodes.size(); ++i) infer_node(g, i, reference);
   prune(g);
+  fuse_activations(g);
   try {
     propagate_batch_axes(g);
   } catch (const OpError& e) {

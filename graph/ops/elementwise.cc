@@ -201,11 +201,11 @@ void register_elementwise(std::vector<OpDef>& ops) {
   ops.push_back(unary("Acos", 1, 3, Keep::Input, [](const V& a) { return std::acos(a[0]); }));
   ops.push_back(unary("Sinh", 1, 2, Keep::Input, [](const V& a) { return std::sinh(a[0]); }));
   ops.push_back(unary("Cosh", 1, 2, Keep::Input, [](const V& a) { return std::cosh(a[0]); }));
-  {
-    // Gelu (opset 20): exact (erf) or, with approximate="tanh", the tanh form.
-    OpDef d = unary("Gelu", 8, 10, Keep::Input, nullptr);
-    ops.push_back(std::move(d));
-  }
+  // Gelu (ONNX opset 20, and what graph/fuse.cc makes of the erf form older exports spell out):
+  // 0.5·x·(1 + erf(x/√2)), or with approximate="tanh" the tanh form. Saves its input, as PyTorch.
+  ops.push_back(unary("Gelu", 5, 8, Keep::Input, nullptr));
+  // Silu: x·sigmoid(x). Not an ONNX op: graph/fuse.cc makes it from Sigmoid -> Mul(x, ·).
+  ops.push_back(unary("Silu", 4, 5, Keep::Input, nullptr));
   {
     OpDef sign = unary("Sign", 1, 0, Keep::Nothing, [](const V& a) { return double((a[0] > 0) - (a[0] < 0)); },
                        [](const I& a) { return int64_t{(a[0] > 0) - (a[0] < 0)}; });
@@ -349,19 +349,22 @@ void register_elementwise(std::vector<OpDef>& ops) {
     ops.push_back(std::move(d));
   }
   {
-    // Dropout(data, ratio?, training_mode?) -> (output, mask?). Training when training_mode is a
-    // constant true (opset 12+) or, before opset 12, unless is_test is set.
+    // Dropout(data, ratio?, training_mode?) -> (output, mask?). Active when training_mode is a
+    // constant true (opset 12+) and the ratio (default 0.5) is above zero; otherwise the output is
+    // the input itself, as PyTorch returns it for p = 0 or in eval mode.
     OpDef d = unary("Dropout", 2, 1, Keep::Nothing, nullptr);
-    d.flops_doc = "training: 2·N / 1·N; inference: 0 / 0";
-    d.saves_doc = "training: the mask (1 byte per element)";
+    d.flops_doc = "active: 2·N / 1·N; inactive: 0 / 0";
+    d.saves_doc = "active: the mask (1 byte per element)";
     d.nondiff_inputs = {1, 2};
     auto training = [](const OpView& v) {
-      if (v.has_input(2)) {
-        const Value* t = v.in_value(2);
-        if (!t) throw OpError("training_mode input is not a constant");
-        return t->size() > 0 && t->integer(0) != 0;
-      }
-      return false;
+      if (!v.has_input(2)) return false;
+      const Value* t = v.in_value(2);
+      if (!t) throw OpError("training_mode input is not a constant");
+      if (t->size() == 0 || t->integer(0) == 0) return false;
+      if (!v.has_input(1)) return true;
+      const Value* r = v.in_value(1);
+      if (!r) throw OpError("ratio input is not a constant");
+      return r->size() > 0 && r->real(0) > 0;
     };
     d.infer = [](const OpView& v) {
       if (!v.has_input(0)) throw OpError("missing input");
