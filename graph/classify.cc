@@ -19,6 +19,7 @@
 #include "graph/error.h"
 #include "graph/import_steps.h"
 #include "graph/op_catalogue.h"
+#include "graph/ops/helpers.h"
 
 namespace tensoropt {
 namespace {
@@ -175,8 +176,14 @@ void specialise_batch(Graph& g, std::optional<int64_t> batch) {
   }
   if (g.batch == 0 && batch) g.batch = *batch;
   for (const Tensor& x : g.tensors) {
+    if (x.producer >= 0) continue;  // node outputs get their shapes from inference
     for (int64_t d : x.shape) {
       if (d < 0) throw InputError(g.source_path + ": tensor '" + x.name + "' has a dynamic dimension");
+    }
+    try {
+      ops::checked_numel(x.shape);
+    } catch (const OpError& e) {
+      throw InputError(g.source_path + ": tensor '" + x.name + "': " + e.what());
     }
   }
 }

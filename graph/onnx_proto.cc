@@ -189,7 +189,7 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
     t.dtype = v.dtype;
     t.shape = v.shape;
     t.kind = TensorKind::Constant;
-    if (v.size() == numel(v.shape) && (v.size() > 0 || numel(v.shape) == 0)) t.value = std::move(v);
+    if (v.size() == numel(v.shape)) t.value = std::move(v);  // else: external, large or string
     g.add_tensor(std::move(t));
   }
 

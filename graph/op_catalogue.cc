@@ -22,7 +22,7 @@ std::string_view dim_role_name(DimRole r) {
 }
 
 const Tensor& OpView::in(int i) const {
-  TO_CHECK(has_input(i));
+  if (!has_input(i)) throw OpError("missing input " + std::to_string(i));
   return graph.tensors[static_cast<size_t>(node.inputs[static_cast<size_t>(i)])];
 }
 

@@ -68,7 +68,7 @@ class OpView {
 
   int num_inputs() const { return static_cast<int>(node.inputs.size()); }
   bool has_input(int i) const { return i < num_inputs() && node.inputs[static_cast<size_t>(i)] >= 0; }
-  const Tensor& in(int i) const;    // REQUIRES: has_input(i)
+  const Tensor& in(int i) const;    // throws OpError when input i is absent
   const Shape& in_shape(int i) const { return in(i).shape; }
   int in_rank(int i) const { return static_cast<int>(in(i).shape.size()); }
   const Value* in_value(int i) const;  // nullptr unless input i is present with a known value

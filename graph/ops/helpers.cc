@@ -26,14 +26,16 @@ Shape broadcast(const std::vector<Shape>& shapes) {
 }
 
 int norm_axis(int64_t axis, int rank, const char* what) {
-  if (axis < -rank || axis >= std::max(rank, 1)) {
+  if (rank <= 0 || axis < -rank || axis >= rank) {
     throw OpError(std::string(what) + " " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
   }
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }
 
 int64_t checked_numel(const Shape& s) {
-  constexpr int64_t kLimit = int64_t{1} << 62;
+  // 2^40 elements (4 TiB of float32) bounds every real tensor and keeps byte counts and their
+  // sums over a graph far from int64 overflow.
+  constexpr int64_t kLimit = int64_t{1} << 40;
   int64_t n = 1;
   for (int64_t d : s) {
     if (d < 0) throw OpError("negative dimension in shape " + shape_str(s));

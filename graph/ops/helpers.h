@@ -13,9 +13,9 @@ namespace tensoropt::ops {
 
 // Multidirectional (numpy) broadcast of shapes.
 Shape broadcast(const std::vector<Shape>& shapes);
-// Axis in [-rank, rank) to [0, rank).
+// Axis in [-rank, rank) to [0, rank); throws OpError otherwise (a scalar has no axis).
 int norm_axis(int64_t axis, int rank, const char* what);
-// Checked product of dims, rejecting negatives and overflow past 2^62.
+// Checked product of dims, rejecting negatives and more than 2^40 elements.
 int64_t checked_numel(const Shape& s);
 // a + b and a * b, throwing OpError instead of overflowing int64.
 int64_t add_checked(int64_t a, int64_t b);

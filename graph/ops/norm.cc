@@ -74,6 +74,12 @@ OpDef layer_norm() {
     if (!v.has_input(0) || !v.has_input(1)) throw OpError("needs X and Scale");
     const Shape& x = v.in_shape(0);
     int axis = norm_axis(v.node.attr_int("axis", -1), static_cast<int>(x.size()), "axis");
+    for (int i = 1; i < 3; ++i) {
+      if (!v.has_input(i)) continue;
+      const Shape& p = v.in_shape(i);
+      if (p.size() > x.size()) throw OpError("input " + std::to_string(i) + " " + shape_str(p) + " has a higher rank than X " + shape_str(x));
+      broadcast({p, x});
+    }
     Shape stat(x.begin(), x.begin() + axis);
     stat.resize(x.size(), 1);
     std::vector<OutType> out{{v.in(0).dtype, x}};

@@ -146,7 +146,8 @@ void register_shape(std::vector<OpDef>& ops) {
       const Value& s = *v.in_value(0);
       const Value& dl = *v.in_value(2);
       for (int64_t k = 0; k < n; ++k) {
-        set_elem(r, k, s.real(0) + static_cast<double>(k) * dl.real(0), s.integer(0) + k * dl.integer(0));
+        int64_t ik = dtype_is_integral(r.dtype) ? add_checked(s.integer(0), mul_checked(k, dl.integer(0))) : 0;
+        set_elem(r, k, s.real(0) + static_cast<double>(k) * dl.real(0), ik);
       }
       return std::vector<Value>{r};
     };
