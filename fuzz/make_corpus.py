@@ -7,7 +7,7 @@ Seeds:
   - small hand-encoded models of one to three nodes covering most ops in the catalogue. Mutating
     a 200-byte model reaches the op code far more often than mutating a 300 KB one.
 Needs only the Python standard library (the protobuf wire format is written by hand below).
-Usage: fuzz/make_corpus.py OUT_DIR [REPO_ROOT]
+Usage: fuzz/make_corpus.py [--no-regressions] OUT_DIR [REPO_ROOT]
 """
 import hashlib
 import pathlib
@@ -174,14 +174,17 @@ def small_models():
 
 
 def main() -> int:
-    if len(sys.argv) not in (2, 3):
+    args = sys.argv[1:]
+    with_regressions = "--no-regressions" not in args
+    args = [a for a in args if a != "--no-regressions"]
+    if len(args) not in (1, 2) or any(a.startswith("-") for a in args):
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    out = pathlib.Path(sys.argv[1])
-    root = pathlib.Path(sys.argv[2]) if len(sys.argv) == 3 else pathlib.Path(__file__).resolve().parent.parent
+    out = pathlib.Path(args[0])
+    root = pathlib.Path(args[1]) if len(args) == 2 else pathlib.Path(__file__).resolve().parent.parent
     out.mkdir(parents=True, exist_ok=True)
     models = sorted(root.glob("models/*.onnx")) + sorted(root.glob("tests/fixtures/models/*.onnx"))
-    regressions = sorted(root.glob("fuzz/regressions/*.onnx"))
+    regressions = sorted(root.glob("fuzz/regressions/*.onnx")) if with_regressions else []
     if not models:
         print(f"make_corpus: no models under {root}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 #include "graph/ir.h"
 
+#include <limits>
 #include <sstream>
 
 #include "graph/error.h"
@@ -26,9 +27,16 @@ double Value::real(int64_t i) const {
                                   : reals.at(static_cast<size_t>(i));
 }
 
+int64_t saturate_to_int64(double r) {
+  if (r != r) return 0;
+  if (r >= 9.2e18) return std::numeric_limits<int64_t>::max();
+  if (r <= -9.2e18) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(r);
+}
+
 int64_t Value::integer(int64_t i) const {
-  return dtype_is_integral(dtype) ? ints.at(static_cast<size_t>(i))
-                                  : static_cast<int64_t>(reals.at(static_cast<size_t>(i)));
+  if (dtype_is_integral(dtype)) return ints.at(static_cast<size_t>(i));
+  return saturate_to_int64(reals.at(static_cast<size_t>(i)));
 }
 
 std::string_view tensor_kind_name(TensorKind k) {

@@ -25,6 +25,9 @@ int64_t numel(const Shape& s);
 // "[1,3,224,224]"
 std::string shape_str(const Shape& s);
 
+// A double as int64: truncated toward zero, saturated at the int64 range, NaN as 0.
+int64_t saturate_to_int64(double r);
+
 // The value of a constant tensor. Integer and bool types hold `ints`; float types hold `reals`.
 struct Value {
   DType dtype = DType::Undefined;
@@ -33,7 +36,8 @@ struct Value {
   std::vector<double> reals;
 
   int64_t size() const { return static_cast<int64_t>(dtype_is_integral(dtype) ? ints.size() : reals.size()); }
-  // Element i as a double / as an int64 (floats truncate toward zero).
+  // Element i as a double / as an int64 (floats truncate toward zero, saturate at the int64
+  // range, and NaN reads as 0).
   double real(int64_t i) const;
   int64_t integer(int64_t i) const;
 };

@@ -143,13 +143,6 @@ int64_t int_mod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
-int64_t sat(double r) {
-  if (r != r) return 0;
-  if (r >= 9.2e18) return std::numeric_limits<int64_t>::max();
-  if (r <= -9.2e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(r);
-}
-
 int64_t wrap_add(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
 }
@@ -275,7 +268,7 @@ void register_elementwise(std::vector<OpDef>& ops) {
   ops.push_back(binary("Div", 1, 1, 3, {1}, {0, 1}, [](const V& a) { return a[0] / a[1]; },
                        [](const I& a) { return int_div(a[0], a[1]); }));
   ops.push_back(binary("Pow", 1, 3, 3, {0, 1}, {0, 1}, [](const V& a) { return std::pow(a[0], a[1]); },
-                       [](const I& a) { return sat(std::pow(static_cast<double>(a[0]), static_cast<double>(a[1]))); }));
+                       [](const I& a) { return saturate_to_int64(std::pow(static_cast<double>(a[0]), static_cast<double>(a[1]))); }));
   ops.push_back(binary("Min", 1, 1, 1, {0, 1}, {0, 1}, [](const V& a) { return std::min(a[0], a[1]); },
                        [](const I& a) { return std::min(a[0], a[1]); }));
   ops.push_back(binary("Max", 1, 1, 1, {0, 1}, {0, 1}, [](const V& a) { return std::max(a[0], a[1]); },

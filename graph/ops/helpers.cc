@@ -123,10 +123,7 @@ Value eval_elementwise(const OpView& v, DType out, const IntFn& int_fn, const Re
     } else {
       if (!real_fn) throw OpError("cannot evaluate on these input types");
       double r = real_fn(rargs);
-      constexpr double kMax = 9.2e18;
-      int64_t ir = r != r ? 0 : r > kMax ? std::numeric_limits<int64_t>::max()
-                                : r < -kMax ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(r);
-      set_elem(result, k, r, ir);
+      set_elem(result, k, r, saturate_to_int64(r));
     }
     next_index(idx, shape);
   }

@@ -31,7 +31,7 @@ Value gather_fold(const Value& in, DType t, const Shape& shape, Src src, double 
   std::vector<int64_t> idx(shape.size(), 0);
   for (int64_t k = 0; k < n; ++k) {
     int64_t s = src(idx);
-    if (s < 0) set_elem(out, k, pad, static_cast<int64_t>(pad));
+    if (s < 0) set_elem(out, k, pad, saturate_to_int64(pad));
     else set_elem(out, k, in.real(s), in.integer(s));
     next_index(idx, shape);
   }

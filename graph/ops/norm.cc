@@ -203,7 +203,7 @@ Value fold_reduce(const OpView& v, double init, const std::function<double(doubl
   Value r = make_value(v.in(0).dtype, out_shape);
   for (size_t o = 0; o < acc.size(); ++o) {
     double f = finish(acc[o], count);
-    set_elem(r, static_cast<int64_t>(o), f, static_cast<int64_t>(f));
+    set_elem(r, static_cast<int64_t>(o), f, saturate_to_int64(f));
   }
   return r;
 }

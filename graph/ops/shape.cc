@@ -132,12 +132,13 @@ void register_shape(std::vector<OpDef>& ops) {
         const Value* x = v.in_value(i);
         if (!x) throw OpError("input " + std::to_string(i) + " is not a constant the importer could compute");
         if (x->size() != 1) throw OpError("inputs must be scalars");
+        if (x->dtype != v.in_value(0)->dtype) throw OpError("start, limit and delta differ in type");
       }
       double start = v.in_value(0)->real(0), limit = v.in_value(1)->real(0), delta = v.in_value(2)->real(0);
       if (delta == 0) throw OpError("delta is zero");
       double n = std::ceil((limit - start) / delta);
       if (!(n < 4e18)) throw OpError("range too long");
-      return std::max<int64_t>(0, static_cast<int64_t>(n));
+      return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
     };
     d.infer = [count](const OpView& v) { return std::vector<OutType>{{v.in(0).dtype, {count(v)}}}; };
     d.fold = [count](const OpView& v) {
