@@ -69,6 +69,161 @@ int fuse_activations(Graph& g) {
       mul2.inputs = {x};
       mul2.attrs.clear();
       ++fused;
+    } else if (n.op_type == "Tanh") {
+      // Walk x·x -> ·x -> ·0.044715 -> +x -> ·√(2/π) -> Tanh -> +1 -> ·x -> ·0.5.
+      auto only = [&](int t, const char* op) -> const Node* {
+        const Node* p = m.producer(t);
+        return p && p->op_type == op && m.sole_reader(t) >= 0 ? p : nullptr;
+      };
+      const Node* scale = only(n.inputs[0], "Mul");
+      if (!scale) continue;
+      const double root = std::sqrt(2 / M_PI);
+      int a = m.is_scalar(scale->inputs[0], root) ? scale->inputs[1] : m.is_scalar(scale->inputs[1], root) ? scale->inputs[0] : -1;
+      const Node* add = only(a, "Add");
+      if (!add) continue;
+      // One operand of the Add is x, the other 0.044715·x³.
+      int x = -1, cube_scaled = -1;
+      for (int k = 0; k < 2; ++k) {
+        const Node* c = only(add->inputs[static_cast<size_t>(k)], "Mul");
+        if (c && (m.is_scalar(c->inputs[0], 0.044715) || m.is_scalar(c->inputs[1], 0.044715))) {
+          cube_scaled = add->inputs[static_cast<size_t>(k)];
+          x = add->inputs[static_cast<size_t>(1 - k)];
+        }
+      }
+      if (x < 0) continue;
+      const Node* c = m.producer(cube_scaled);
+      int cube = m.is_scalar(c->inputs[0], 0.044715) ? c->inputs[1] : c->inputs[0];
+      const Node* mul3 = only(cube, "Mul");
+      if (!mul3 || Matcher::other(*mul3, x) < 0) continue;
+      int sq = Matcher::other(*mul3, x);
+      const Node* mul2 = only(sq, "Mul");
+      if (!mul2 || mul2->inputs[0] != x || mul2->inputs[1] != x) continue;
+      int add1_i = m.sole_reader(n.outputs[0]);
+      if (add1_i < 0) continue;
+      const Node& add1 = g.nodes[static_cast<size_t>(add1_i)];
+      if (add1.op_type != "Add" || !m.is_scalar(Matcher::other(add1, n.outputs[0]), 1.0)) continue;
+      int mx_i = m.sole_reader(add1.outputs[0]);
+      if (mx_i < 0) continue;
+      const Node& mx = g.nodes[static_cast<size_t>(mx_i)];
+      if (mx.op_type != "Mul" || Matcher::other(mx, add1.outputs[0]) != x) continue;
+      int half_i = m.sole_reader(mx.outputs[0]);
+      if (half_i < 0) continue;
+      Node& half = g.nodes[static_cast<size_t>(half_i)];
+      if (half.op_type != "Mul" || !m.is_scalar(Matcher::other(half, mx.outputs[0]), 0.5)) continue;
+      for (int t : {sq, cube, cube_scaled, a, n.inputs[0]}) dead[static_cast<size_t>(g.tensors[static_cast<size_t>(t)].producer)] = true;
+      for (int d : {static_cast<int>(i), add1_i, mx_i}) dead[static_cast<size_t>(d)] = true;
+      half.op_type = "Gelu";
+      half.inputs = {x};
+      half.attrs.clear();
+      Attribute approx;
+      approx.kind = Attribute::Kind::String;
+      approx.s = "tanh";
+      half.attrs["approximate"] = approx;
+      ++fused;
+    } else if (n.op_type == "ReduceMean") {
+      // Opset < 17 LayerNorm: x - mean(x) -> ^2 -> mean -> +eps -> sqrt -> (x - mean) / · -> ·w -> +b.
+      auto last_axis_mean = [&](const Node& r) {
+        auto axes = r.attr_ints("axes");
+        int rank = static_cast<int>(g.tensors[static_cast<size_t>(r.inputs[0])].shape.size());
+        return r.inputs.size() == 1 && axes && axes->size() == 1 && ((*axes)[0] == -1 || (*axes)[0] == rank - 1) &&
+               r.attr_int("keepdims", 1) == 1;
+      };
+      if (!last_axis_mean(n)) continue;
+      int x = n.inputs[0];
+      int sub_i = m.sole_reader(n.outputs[0]);
+      if (sub_i < 0) continue;
+      const Node& sub = g.nodes[static_cast<size_t>(sub_i)];
+      if (sub.op_type != "Sub" || sub.inputs[0] != x || sub.inputs[1] != n.outputs[0]) continue;
+      int d = sub.outputs[0];
+      const auto& readers = m.consumers[static_cast<size_t>(d)];
+      if (readers.size() != 2 || m.outputs.count(d)) continue;
+      int pow_i = g.nodes[static_cast<size_t>(readers[0])].op_type == "Pow" ? readers[0] : readers[1];
+      int div_i = pow_i == readers[0] ? readers[1] : readers[0];
+      const Node& pw = g.nodes[static_cast<size_t>(pow_i)];
+      const Node& dv = g.nodes[static_cast<size_t>(div_i)];
+      if (pw.op_type != "Pow" || pw.inputs[0] != d || !m.is_scalar(pw.inputs[1], 2.0) || dv.op_type != "Div" || dv.inputs[0] != d) continue;
+      int var_i = m.sole_reader(pw.outputs[0]);
+      if (var_i < 0 || g.nodes[static_cast<size_t>(var_i)].op_type != "ReduceMean" || !last_axis_mean(g.nodes[static_cast<size_t>(var_i)])) continue;
+      int eps_i = m.sole_reader(g.nodes[static_cast<size_t>(var_i)].outputs[0]);
+      if (eps_i < 0) continue;
+      const Node& eps = g.nodes[static_cast<size_t>(eps_i)];
+      int eps_t = eps.op_type == "Add" ? Matcher::other(eps, g.nodes[static_cast<size_t>(var_i)].outputs[0]) : -1;
+      const Tensor* eps_v = eps_t >= 0 ? &g.tensors[static_cast<size_t>(eps_t)] : nullptr;
+      if (!eps_v || !eps_v->value || eps_v->value->size() != 1) continue;
+      int sqrt_i = m.sole_reader(eps.outputs[0]);
+      if (sqrt_i < 0 || g.nodes[static_cast<size_t>(sqrt_i)].op_type != "Sqrt") continue;
+      if (m.sole_reader(g.nodes[static_cast<size_t>(sqrt_i)].outputs[0]) != div_i || dv.inputs[1] != g.nodes[static_cast<size_t>(sqrt_i)].outputs[0]) continue;
+      int mul_i = m.sole_reader(dv.outputs[0]);
+      if (mul_i < 0) continue;
+      const Node& mul = g.nodes[static_cast<size_t>(mul_i)];
+      int w = mul.op_type == "Mul" ? Matcher::other(mul, dv.outputs[0]) : -1;
+      int last = static_cast<int>(g.tensors[static_cast<size_t>(x)].shape.back());
+      auto is_vector_param = [&](int t) {
+        return t >= 0 && g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter &&
+               g.tensors[static_cast<size_t>(t)].shape == Shape{last};
+      };
+      if (!is_vector_param(w)) continue;
+      int add_i = m.sole_reader(mul.outputs[0]);
+      if (add_i < 0) continue;
+      Node& add = g.nodes[static_cast<size_t>(add_i)];
+      int b = add.op_type == "Add" ? Matcher::other(add, mul.outputs[0]) : -1;
+      if (!is_vector_param(b)) continue;
+      for (int k : {static_cast<int>(i), sub_i, pow_i, var_i, eps_i, sqrt_i, div_i, mul_i}) dead[static_cast<size_t>(k)] = true;
+      double epsilon = eps_v->value->real(0);
+      add.op_type = "LayerNormalization";
+      add.inputs = {x, w, b};
+      add.attrs.clear();
+      Attribute axis, e;
+      axis.kind = Attribute::Kind::Int;
+      axis.i = -1;
+      e.kind = Attribute::Kind::Float;
+      e.f = epsilon;
+      add.attrs["axis"] = axis;
+      add.attrs["epsilon"] = e;
+      ++fused;
+    } else if (n.op_type == "Pad") {
+      // A zero constant Pad of the spatial axes feeding Conv or AveragePool becomes its pads.
+      if (n.attr_string("mode", "constant") != "constant" || n.inputs.size() < 2 || n.attr("pads")) continue;
+      if (n.inputs.size() > 3 && n.inputs[3] >= 0) continue;  // opset 18 axes
+      if (n.inputs.size() > 2 && n.inputs[2] >= 0 && !m.is_scalar(n.inputs[2], 0.0)) {
+        const Tensor& c = g.tensors[static_cast<size_t>(n.inputs[2])];
+        if (!(c.value && c.value->size() == 1 && c.value->real(0) == 0.0)) continue;
+      }
+      const Tensor& pads_t = g.tensors[static_cast<size_t>(n.inputs[1])];
+      int reader = m.sole_reader(n.outputs[0]);
+      if (!pads_t.value || reader < 0) continue;
+      Node& r = g.nodes[static_cast<size_t>(reader)];
+      size_t rank = g.tensors[static_cast<size_t>(n.inputs[0])].shape.size();
+      const Value& pv = *pads_t.value;
+      if (rank < 3 || pv.size() != static_cast<int64_t>(2 * rank) || r.inputs.empty() || r.inputs[0] != n.outputs[0]) continue;
+      bool ok = pv.integer(0) == 0 && pv.integer(1) == 0 && pv.integer(static_cast<int64_t>(rank)) == 0 &&
+                pv.integer(static_cast<int64_t>(rank) + 1) == 0;
+      for (int64_t k = 0; k < pv.size(); ++k) ok = ok && pv.integer(k) >= 0;
+      bool avg = r.op_type == "AveragePool";
+      if (!ok || (r.op_type != "Conv" && !avg) || r.attr_string("auto_pad", "NOTSET") != "NOTSET") continue;
+      size_t sp = rank - 2;
+      std::vector<int64_t> pads = r.attr_ints("pads").value_or(std::vector<int64_t>(2 * sp, 0));
+      if (pads.size() != 2 * sp) continue;
+      bool had_pads = false;
+      for (int64_t q : pads) had_pads = had_pads || q != 0;
+      if (avg && had_pads && r.attr_int("count_include_pad", 0) == 0) continue;
+      for (size_t k = 0; k < sp; ++k) {
+        pads[k] += pv.integer(static_cast<int64_t>(2 + k));
+        pads[k + sp] += pv.integer(static_cast<int64_t>(rank + 2 + k));
+      }
+      Attribute pa;
+      pa.kind = Attribute::Kind::Ints;
+      pa.ints = pads;
+      r.attrs["pads"] = pa;
+      if (avg) {
+        Attribute ci;
+        ci.kind = Attribute::Kind::Int;
+        ci.i = 1;
+        r.attrs["count_include_pad"] = ci;
+      }
+      r.inputs[0] = n.inputs[0];
+      dead[i] = true;
+      ++fused;
     } else if (n.op_type == "Sigmoid") {
       int x = n.inputs[0], s = n.outputs[0];
       int mul_i = m.sole_reader(s);

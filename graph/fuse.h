@@ -1,7 +1,11 @@
-// Fusion of exporter-decomposed activations back into one op, so that costs and saved memory are
+// Fusion of exporter-decomposed ops back into one, so that costs and saved memory are
 // those of the fused kernel every framework runs (and our runtime will run):
 //   GELU: Div(x, √2) -> Erf -> Add(·, 1) -> Mul(x, ·) -> Mul(·, 0.5)   becomes  Gelu(x)
+//   GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))          becomes  Gelu(x), approximate=tanh
 //   SiLU: Sigmoid(x) -> Mul(x, ·)                                        becomes  Silu(x)
+//   LayerNorm before opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul w,
+//     Add b over the last axis                                           becomes  LayerNormalization
+//   Pad (constant zero, spatial axes) -> Conv or AveragePool             becomes  the op's own pads
 // A pattern is fused only when its intermediate tensors have no other reader and are not graph
 // outputs. Operates in place on a static graph; keeps node order topological.
 #pragma once

@@ -40,6 +40,17 @@ std::vector<bool> data_dependent(const Graph& g) {
   return dd;
 }
 
+int storage_of(const Graph& g, int t) {
+  for (;;) {
+    int p = g.tensors[static_cast<size_t>(t)].producer;
+    if (p < 0) return t;
+    const Node& n = g.nodes[static_cast<size_t>(p)];
+    static const std::set<std::string> views = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+    if (!views.count(n.op_type) || n.inputs.empty() || n.inputs[0] < 0) return t;
+    t = n.inputs[0];
+  }
+}
+
 std::vector<NodeCost> node_costs(const Graph& g) {
   std::vector<bool> rg = requires_grad(g);
   std::vector<bool> dd = data_dependent(g);
@@ -105,7 +116,7 @@ ModelSummary summarize(const Graph& g) {
         s.activation_bytes += sv.bytes;
         continue;
       }
-      if (saved.insert(sv.tensor).second) s.activation_bytes += sv.bytes;
+      if (saved.insert(storage_of(g, sv.tensor)).second) s.activation_bytes += sv.bytes;
     }
   }
   return s;

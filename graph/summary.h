@@ -21,6 +21,11 @@ std::vector<bool> requires_grad(const Graph& g);
 // data_dependent[t]: tensor t is a data input or computed from one (differs per sample).
 std::vector<bool> data_dependent(const Graph& g);
 
+// The tensor whose memory `t` shares: ops that only relabel a shape (Reshape, Flatten, Squeeze,
+// Unsqueeze, Identity) make views, as every framework does, so a tensor saved through several
+// views is kept once.
+int storage_of(const Graph& g, int t);
+
 struct NodeCost {
   double fwd_flops = 0;
   double bwd_flops = 0;
@@ -44,7 +49,7 @@ struct ModelSummary {
   double fwd_flops = 0;
   double bwd_flops = 0;
   std::map<std::string, double> fwd_flops_by_op;
-  int64_t activation_bytes = 0;       // saved for backward: each tensor once, plus op extras
+  int64_t activation_bytes = 0;       // saved for backward: each storage once, plus op extras
   int64_t fwd_bytes = 0;              // bytes read + written by forward
   int64_t bwd_bytes = 0;
 };

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "graph/error.h"
 #include "graph/import.h"
 #include "graph/summary.h"
 
@@ -45,9 +46,10 @@ void check_static(const Graph& g) {
   }
 }
 
+// Multiply-accumulates of the contractions (FLOPs / 2, plus their bias additions / 2).
 double matmul_macs(const ModelSummary& s) {
   double f = 0;
-  for (const char* op : {"Conv", "Gemm", "MatMul"}) {
+  for (const char* op : {"Conv", "ConvTranspose", "Gemm", "MatMul", "Einsum"}) {
     auto it = s.fwd_flops_by_op.find(op);
     if (it != s.fwd_flops_by_op.end()) f += it->second;
   }
@@ -118,6 +120,7 @@ TEST_CASE("fixture models a new user might try import at batch 1 and 8 with PyTo
   REQUIRE(m.size() >= 14);
   for (auto& [name, entry] : m.items()) {
     CAPTURE(name);
+    if (entry.contains("expect_error")) continue;  // see the next test
     for (int64_t batch : {1, 8}) {
       CAPTURE(batch);
       Graph g = load("tests/fixtures/models", entry, batch);
@@ -143,17 +146,45 @@ namespace tensoropt {
 // PyTorch's saved tensors (models/export.py --reference-memory: saved_tensors_hooks, each storage
 // once, parameters excluded) measured on CPU, where torch 1.13 keeps dropout masks as float32;
 // on GPU, and in our model, a mask is one byte per element.
+TEST_CASE("fixture models tensoropt cannot plan are refused naming the op") {
+  auto m = manifest("tests/fixtures/models");
+  int refused = 0;
+  for (auto& [name, entry] : m.items()) {
+    if (!entry.contains("expect_error")) continue;
+    CAPTURE(name);
+    ++refused;
+    try {
+      load("tests/fixtures/models", entry, 2);
+      FAIL("expected an InputError");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find("(" + entry["expect_error"].get<std::string>() + ")") != std::string::npos);
+    }
+  }
+  CHECK(refused >= 1);
+}
+
 TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors") {
   // Where the exported graph and PyTorch's autograd keep different but equivalent tensors:
   // Swin's attention (a scaled copy of q, and views that pin their whole storage) and
   // ShuffleNet's channel split (PyTorch's chunk views keep both halves alive).
   const std::map<std::string, double> tolerance = {
       {"bert_base", 0.01}, {"gpt2_small", 0.01}, {"vit_b_16", 0.01}, {"tiny_mha_decoder", 0.01},
-      {"swin_t", 0.08}, {"shufflenet_v2_x0_5", 0.06}};
+      {"swin_t", 0.08}, {"shufflenet_v2_x0_5", 0.06}, {"einsum_decoder", 0.01}, {"gpt_erf_opset12", 0.01},
+      {"gpt_gelu_tanh", 0.01}, {"torch_transformer_decoder", 0.01}, {"t5_encoder_tiny", 0.01},
+      {"misc_instnorm_prelu", 0.001},
+      // T5's relative-position bias: the bucket arithmetic PyTorch keeps differs from the graph's.
+      {"t5_encoder_tiny", 0.12}, {"t5_encoder_tiny_opset12", 0.12},
+      // The exporter spells GroupNorm as Reshape, InstanceNormalization, Reshape, Mul, Add; the Mul
+      // keeps the normalised tensor that PyTorch's fused group_norm does not. Not fused yet.
+      {"unet_groupnorm", 0.25},
+      // LLaMA's rotary embedding: PyTorch keeps views of the projections and the sliced halves of
+      // rotate_half; the exported graph keeps separate, smaller copies. Known gap, under 12%.
+      {"llama_tiny", 0.12}};
   for (std::string dir : {"models", "tests/fixtures/models"}) {
     auto m = manifest(dir);
     for (auto& [name, entry] : m.items()) {
       if (name == "resnet18_eval") continue;  // BatchNorm folded into Conv: not PyTorch's graph
+      if (entry.contains("expect_error")) continue;
       for (int64_t batch : {1, 2}) {
         CAPTURE(name);
         CAPTURE(batch);
