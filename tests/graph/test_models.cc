@@ -170,7 +170,7 @@ TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors"
   const std::map<std::string, double> tolerance = {
       {"bert_base", 0.01}, {"gpt2_small", 0.01}, {"vit_b_16", 0.01}, {"tiny_mha_decoder", 0.01},
       {"swin_t", 0.08}, {"shufflenet_v2_x0_5", 0.06}, {"einsum_decoder", 0.01}, {"gpt_erf_opset12", 0.01},
-      {"gpt_gelu_tanh", 0.01}, {"torch_transformer_decoder", 0.01}, {"t5_encoder_tiny", 0.01},
+      {"gpt_gelu_tanh", 0.01}, {"torch_transformer_decoder", 0.01},
       {"misc_instnorm_prelu", 0.001},
       // T5's relative-position bias: the bucket arithmetic PyTorch keeps differs from the graph's.
       {"t5_encoder_tiny", 0.12}, {"t5_encoder_tiny_opset12", 0.12},
