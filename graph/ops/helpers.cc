@@ -144,8 +144,7 @@ IterSpace elementwise_space(const OpView& v, const std::vector<int>& data_inputs
       axes.push_back(in[a] == out[off + a] ? static_cast<int>(off + a) : -1);
     }
   }
-  std::vector<int> all(out.size());
-  for (size_t a = 0; a < out.size(); ++a) all[a] = static_cast<int>(a);
+  std::vector<int> all = iota_axes(out.size());
   for (int o = 0; o < v.num_outputs(); ++o) s.outputs.push_back(v.has_output(o) ? all : std::vector<int>{});
   return s;
 }
@@ -155,8 +154,7 @@ IterSpace axes_space(const Shape& out, const std::vector<DimRole>& roles,
   IterSpace s;
   for (size_t a = 0; a < out.size(); ++a) s.dims.push_back({"d" + std::to_string(a), out[a], roles[a]});
   s.inputs = std::move(input_axes);
-  std::vector<int> all(out.size());
-  for (size_t a = 0; a < out.size(); ++a) all[a] = static_cast<int>(a);
+  std::vector<int> all = iota_axes(out.size());
   s.outputs.assign(static_cast<size_t>(num_outputs), all);
   return s;
 }
@@ -183,6 +181,27 @@ std::vector<Saved> save_outputs(const OpView& v, const std::vector<int>& positio
     if (v.has_output(p)) out.push_back({v.node.outputs[static_cast<size_t>(p)], v.out(p).bytes()});
   }
   return out;
+}
+
+std::vector<Saved> save_input_and_output(const OpView& v, const std::vector<bool>& needs_grad) {
+  if (!needs_grad[0]) return {};
+  auto s = save_inputs(v, {0});
+  auto o = save_outputs(v, {0});
+  s.insert(s.end(), o.begin(), o.end());
+  return s;
+}
+
+std::vector<Saved> save_for_other_operand(const OpView& v, const std::vector<bool>& needs_grad) {
+  std::vector<int> pos;
+  if (needs_grad.size() > 1 && needs_grad[1]) pos.push_back(0);
+  if (needs_grad[0]) pos.push_back(1);
+  return save_inputs(v, pos);
+}
+
+std::vector<int> iota_axes(size_t n) {
+  std::vector<int> v(n);
+  for (size_t a = 0; a < n; ++a) v[a] = static_cast<int>(a);
+  return v;
 }
 
 }  // namespace tensoropt::ops

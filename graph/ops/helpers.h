@@ -51,6 +51,13 @@ double in_elems(const OpView& v, int i = 0);
 // Bytes of activations in a list of tensors for saved-tensor lists.
 std::vector<Saved> save_inputs(const OpView& v, const std::vector<int>& positions);
 std::vector<Saved> save_outputs(const OpView& v, const std::vector<int>& positions);
+// Input 0 and output 0, when input 0 needs a gradient (max-like reductions, normalisations).
+std::vector<Saved> save_input_and_output(const OpView& v, const std::vector<bool>& needs_grad);
+// For a two-operand contraction (Conv, Gemm, MatMul, Einsum): operand 0 when operand 1 needs a
+// gradient, operand 1 when operand 0 does.
+std::vector<Saved> save_for_other_operand(const OpView& v, const std::vector<bool>& needs_grad);
+// {0, 1, ..., n-1}: the identity map of n axes.
+std::vector<int> iota_axes(size_t n);
 
 // Registration functions, one per family file.
 void register_elementwise(std::vector<OpDef>& ops);

@@ -9,12 +9,6 @@
 namespace tensoropt::ops {
 namespace {
 
-std::vector<int> iota_axes(size_t n) {
-  std::vector<int> v(n);
-  std::iota(v.begin(), v.end(), 0);
-  return v;
-}
-
 // Copy a constant into a new shape keeping the linear order (Reshape, Flatten, Squeeze, ...).
 Value relabel(const Value& in, const Shape& shape) {
   Value out = in;

@@ -81,12 +81,7 @@ OpDef conv() {
     double m = 2 * conv_macs(v);
     return (g[0] ? m : 0.0) + (g[1] ? m : 0.0) + (v.num_inputs() > 2 && g[2] ? out_elems(v) : 0.0);
   };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    std::vector<int> pos;
-    if (g[1]) pos.push_back(0);
-    if (g[0]) pos.push_back(1);
-    return save_inputs(v, pos);
-  };
+  d.saved = save_for_other_operand;
   return d;
 }
 
@@ -146,12 +141,7 @@ OpDef gemm() {
     double mn = static_cast<double>(g.m) * static_cast<double>(g.n), f = 2 * mn * static_cast<double>(g.k);
     return (gr[0] ? f : 0.0) + (gr[1] ? f : 0.0) + (v.num_inputs() > 2 && gr[2] ? mn : 0.0);
   };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    std::vector<int> pos;
-    if (g[1]) pos.push_back(0);
-    if (g[0]) pos.push_back(1);
-    return save_inputs(v, pos);
-  };
+  d.saved = save_for_other_operand;
   return d;
 }
 
@@ -236,12 +226,7 @@ OpDef matmul() {
   d.bwd_flops = [macs](const OpView& v, const std::vector<bool>& g) {
     return (g[0] ? 2 * macs(v) : 0.0) + (g[1] ? 2 * macs(v) : 0.0);
   };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    std::vector<int> pos;
-    if (g[1]) pos.push_back(0);
-    if (g[0]) pos.push_back(1);
-    return save_inputs(v, pos);
-  };
+  d.saved = save_for_other_operand;
   return d;
 }
 
@@ -379,11 +364,7 @@ OpDef einsum() {
     return f;
   };
   d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    std::vector<int> pos;
-    if (v.num_inputs() != 2) return std::vector<Saved>{};
-    if (g[1]) pos.push_back(0);
-    if (g[0]) pos.push_back(1);
-    return save_inputs(v, pos);
+    return v.num_inputs() == 2 ? save_for_other_operand(v, g) : std::vector<Saved>{};
   };
   return d;
 }
@@ -459,12 +440,7 @@ OpDef conv_transpose() {
   d.bwd_flops = [macs](const OpView& v, const std::vector<bool>& g) {
     return (g[0] ? 2 * macs(v) : 0.0) + (g[1] ? 2 * macs(v) : 0.0) + (v.num_inputs() > 2 && g[2] ? out_elems(v) : 0.0);
   };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    std::vector<int> pos;
-    if (g[1]) pos.push_back(0);
-    if (g[0]) pos.push_back(1);
-    return save_inputs(v, pos);
-  };
+  d.saved = save_for_other_operand;
   return d;
 }
 

@@ -43,8 +43,7 @@ OpDef batch_norm() {
     std::vector<DimRole> roles(x.size(), train ? DimRole::Normalized : DimRole::Parallel);
     roles[0] = DimRole::Parallel;
     roles[1] = DimRole::Parallel;
-    std::vector<int> xa(x.size());
-    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    std::vector<int> xa = iota_axes(x.size());
     IterSpace s = axes_space(x, roles, {xa, {1}, {1}, {1}, {1}}, v.num_outputs());
     for (size_t o = 1; o < s.outputs.size(); ++o) s.outputs[o] = {1};
     return s;
@@ -149,8 +148,7 @@ OpDef softmax(const std::string& type) {
     for (size_t a = 0; a < x.size(); ++a) {
       if (static_cast<int>(a) == axis || (v.graph.opset < 13 && static_cast<int>(a) > axis)) roles[a] = DimRole::Normalized;
     }
-    std::vector<int> xa(x.size());
-    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    std::vector<int> xa = iota_axes(x.size());
     return axes_space(x, roles, {xa});
   };
   d.fwd_flops = [](const OpView& v) { return 5 * in_elems(v); };
@@ -265,11 +263,7 @@ OpDef reduce(const std::string& type, bool linear) {
     return g[0] && (!linear || mean) ? in_elems(v) : 0.0;
   };
   d.saved = [linear](const OpView& v, const std::vector<bool>& g) {
-    if (linear || !g[0]) return std::vector<Saved>{};
-    auto s = save_inputs(v, {0});
-    auto o = save_outputs(v, {0});
-    s.insert(s.end(), o.begin(), o.end());
-    return s;
+    return linear ? std::vector<Saved>{} : save_input_and_output(v, g);
   };
   return d;
 }
@@ -300,8 +294,7 @@ OpDef group_stats_norm(const std::string& type) {
     std::vector<DimRole> roles(x.size(), DimRole::Normalized);
     roles[0] = DimRole::Parallel;
     if (instance) roles[1] = DimRole::Parallel;
-    std::vector<int> xa(x.size());
-    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    std::vector<int> xa = iota_axes(x.size());
     auto param = [&](int i) { return v.in_shape(i) == Shape{x[1]} ? std::vector<int>{1} : std::vector<int>{-1}; };
     return axes_space(x, roles, {xa, param(1), param(2)});
   };
@@ -331,19 +324,12 @@ OpDef lp_normalization() {
     int axis = norm_axis(v.node.attr_int("axis", -1), static_cast<int>(x.size()), "axis");
     std::vector<DimRole> roles(x.size(), DimRole::Parallel);
     roles[static_cast<size_t>(axis)] = DimRole::Normalized;
-    std::vector<int> xa(x.size());
-    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    std::vector<int> xa = iota_axes(x.size());
     return axes_space(x, roles, {xa});
   };
   d.fwd_flops = [](const OpView& v) { return 3 * in_elems(v); };
   d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] ? 4 * in_elems(v) : 0.0; };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    if (!g[0]) return std::vector<Saved>{};
-    auto s = save_inputs(v, {0});
-    auto o = save_outputs(v, {0});
-    s.insert(s.end(), o.begin(), o.end());
-    return s;
-  };
+  d.saved = save_input_and_output;
   return d;
 }
 
@@ -365,8 +351,7 @@ OpDef cumsum() {
     const Shape& x = v.in_shape(0);
     std::vector<DimRole> roles(x.size(), DimRole::Parallel);
     roles[static_cast<size_t>(axis_of(v))] = DimRole::Fixed;
-    std::vector<int> xa(x.size());
-    for (size_t a = 0; a < x.size(); ++a) xa[a] = static_cast<int>(a);
+    std::vector<int> xa = iota_axes(x.size());
     return axes_space(x, roles, {xa, {}});
   };
   d.fwd_flops = [](const OpView& v) { return in_elems(v); };

@@ -93,13 +93,7 @@ OpDef global(const std::string& type, bool is_max) {
   d.fwd_flops = [is_max](const OpView& v) { return in_elems(v) + (is_max ? 0.0 : out_elems(v)); };
   d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) { return g[0] ? in_elems(v) : 0.0; };
   d.saved = [is_max](const OpView& v, const std::vector<bool>& g) {
-    if (!g[0]) return std::vector<Saved>{};
-    auto s = save_inputs(v, {0});
-    if (is_max) {
-      auto o = save_outputs(v, {0});
-      s.insert(s.end(), o.begin(), o.end());
-    }
-    return s;
+    return is_max ? save_input_and_output(v, g) : g[0] ? save_inputs(v, {0}) : std::vector<Saved>{};
   };
   return d;
 }
