@@ -1,6 +1,9 @@
 #include "graph/fuse.h"
 
+#include <array>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <set>
 
 namespace tensoropt {
@@ -32,7 +35,53 @@ struct Matcher {
     if (n.inputs.size() != 2) return -1;
     return n.inputs[0] == t ? n.inputs[1] : n.inputs[1] == t ? n.inputs[0] : -1;
   }
+  // The common end of both GELU forms, from t = erf(·) or tanh(·): Add(t, 1) -> Mul(x, ·) ->
+  // Mul(·, 0.5). Returns the three nodes' indices, or nothing.
+  std::optional<std::array<int, 3>> gelu_tail(int t, int x) const {
+    int add_i = sole_reader(t);
+    if (add_i < 0) return std::nullopt;
+    const Node& add = g.nodes[static_cast<size_t>(add_i)];
+    if (add.op_type != "Add" || !is_scalar(other(add, t), 1.0)) return std::nullopt;
+    int mul_i = sole_reader(add.outputs[0]);
+    if (mul_i < 0) return std::nullopt;
+    const Node& mul = g.nodes[static_cast<size_t>(mul_i)];
+    if (mul.op_type != "Mul" || other(mul, add.outputs[0]) != x) return std::nullopt;
+    int half_i = sole_reader(mul.outputs[0]);
+    if (half_i < 0) return std::nullopt;
+    const Node& half = g.nodes[static_cast<size_t>(half_i)];
+    if (half.op_type != "Mul" || !is_scalar(other(half, mul.outputs[0]), 0.5)) return std::nullopt;
+    if (g.tensors[static_cast<size_t>(x)].shape != g.tensors[static_cast<size_t>(half.outputs[0])].shape) return std::nullopt;
+    return std::array<int, 3>{add_i, mul_i, half_i};
+  }
 };
+
+// Turns `n` into `type`(inputs) with the given attributes, keeping its outputs.
+void rewrite(Node& n, const char* type, std::vector<int> inputs, std::map<std::string, Attribute> attrs = {}) {
+  n.op_type = type;
+  n.inputs = std::move(inputs);
+  n.attrs = std::move(attrs);
+}
+
+Attribute int_attr(int64_t v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Int;
+  a.i = v;
+  return a;
+}
+
+Attribute float_attr(double v) {
+  Attribute a;
+  a.kind = Attribute::Kind::Float;
+  a.f = v;
+  return a;
+}
+
+Attribute string_attr(const std::string& v) {
+  Attribute a;
+  a.kind = Attribute::Kind::String;
+  a.s = v;
+  return a;
+}
 
 }  // namespace
 
@@ -48,26 +97,13 @@ int fuse_activations(Graph& g) {
       const Node* div = m.producer(n.inputs[0]);
       if (!div || div->op_type != "Div" || div->inputs.size() != 2 || !m.is_scalar(div->inputs[1], std::sqrt(2.0))) continue;
       int x = div->inputs[0];
-      int e = n.outputs[0];
-      int add_i = m.sole_reader(e);
-      if (add_i < 0 || m.sole_reader(div->outputs[0]) != static_cast<int>(i)) continue;
-      const Node& add = g.nodes[static_cast<size_t>(add_i)];
-      if (add.op_type != "Add" || !m.is_scalar(Matcher::other(add, e), 1.0)) continue;
-      int mul1_i = m.sole_reader(add.outputs[0]);
-      if (mul1_i < 0) continue;
-      const Node& mul1 = g.nodes[static_cast<size_t>(mul1_i)];
-      if (mul1.op_type != "Mul" || Matcher::other(mul1, add.outputs[0]) != x) continue;
-      int mul2_i = m.sole_reader(mul1.outputs[0]);
-      if (mul2_i < 0) continue;
-      Node& mul2 = g.nodes[static_cast<size_t>(mul2_i)];
-      if (mul2.op_type != "Mul" || !m.is_scalar(Matcher::other(mul2, mul1.outputs[0]), 0.5)) continue;
-      if (g.tensors[static_cast<size_t>(x)].shape != g.tensors[static_cast<size_t>(mul2.outputs[0])].shape) continue;
+      if (m.sole_reader(div->outputs[0]) != static_cast<int>(i)) continue;
+      auto tail = m.gelu_tail(n.outputs[0], x);
+      if (!tail) continue;
       // The last node becomes Gelu(x); the four before it go.
       int div_i = g.tensors[static_cast<size_t>(n.inputs[0])].producer;
-      for (int d : {div_i, static_cast<int>(i), add_i, mul1_i}) dead[static_cast<size_t>(d)] = true;
-      mul2.op_type = "Gelu";
-      mul2.inputs = {x};
-      mul2.attrs.clear();
+      for (int d : {div_i, static_cast<int>(i), (*tail)[0], (*tail)[1]}) dead[static_cast<size_t>(d)] = true;
+      rewrite(g.nodes[static_cast<size_t>((*tail)[2])], "Gelu", {x});
       ++fused;
     } else if (n.op_type == "Tanh") {
       // Walk x·x -> ·x -> ·0.044715 -> +x -> ·√(2/π) -> Tanh -> +1 -> ·x -> ·0.5.
@@ -98,27 +134,11 @@ int fuse_activations(Graph& g) {
       int sq = Matcher::other(*mul3, x);
       const Node* mul2 = only(sq, "Mul");
       if (!mul2 || mul2->inputs[0] != x || mul2->inputs[1] != x) continue;
-      int add1_i = m.sole_reader(n.outputs[0]);
-      if (add1_i < 0) continue;
-      const Node& add1 = g.nodes[static_cast<size_t>(add1_i)];
-      if (add1.op_type != "Add" || !m.is_scalar(Matcher::other(add1, n.outputs[0]), 1.0)) continue;
-      int mx_i = m.sole_reader(add1.outputs[0]);
-      if (mx_i < 0) continue;
-      const Node& mx = g.nodes[static_cast<size_t>(mx_i)];
-      if (mx.op_type != "Mul" || Matcher::other(mx, add1.outputs[0]) != x) continue;
-      int half_i = m.sole_reader(mx.outputs[0]);
-      if (half_i < 0) continue;
-      Node& half = g.nodes[static_cast<size_t>(half_i)];
-      if (half.op_type != "Mul" || !m.is_scalar(Matcher::other(half, mx.outputs[0]), 0.5)) continue;
+      auto tail = m.gelu_tail(n.outputs[0], x);
+      if (!tail) continue;
       for (int t : {sq, cube, cube_scaled, a, n.inputs[0]}) dead[static_cast<size_t>(g.tensors[static_cast<size_t>(t)].producer)] = true;
-      for (int d : {static_cast<int>(i), add1_i, mx_i}) dead[static_cast<size_t>(d)] = true;
-      half.op_type = "Gelu";
-      half.inputs = {x};
-      half.attrs.clear();
-      Attribute approx;
-      approx.kind = Attribute::Kind::String;
-      approx.s = "tanh";
-      half.attrs["approximate"] = approx;
+      for (int d : {static_cast<int>(i), (*tail)[0], (*tail)[1]}) dead[static_cast<size_t>(d)] = true;
+      rewrite(g.nodes[static_cast<size_t>((*tail)[2])], "Gelu", {x}, {{"approximate", string_attr("tanh")}});
       ++fused;
     } else if (n.op_type == "ReduceMean") {
       // Opset < 17 LayerNorm: x - mean(x) -> ^2 -> mean -> +eps -> sqrt -> (x - mean) / · -> ·w -> +b.
@@ -169,17 +189,7 @@ int fuse_activations(Graph& g) {
       int b = add.op_type == "Add" ? Matcher::other(add, mul.outputs[0]) : -1;
       if (!is_vector_param(b)) continue;
       for (int k : {static_cast<int>(i), sub_i, pow_i, var_i, eps_i, sqrt_i, div_i, mul_i}) dead[static_cast<size_t>(k)] = true;
-      double epsilon = eps_v->value->real(0);
-      add.op_type = "LayerNormalization";
-      add.inputs = {x, w, b};
-      add.attrs.clear();
-      Attribute axis, e;
-      axis.kind = Attribute::Kind::Int;
-      axis.i = -1;
-      e.kind = Attribute::Kind::Float;
-      e.f = epsilon;
-      add.attrs["axis"] = axis;
-      add.attrs["epsilon"] = e;
+      rewrite(add, "LayerNormalization", {x, w, b}, {{"axis", int_attr(-1)}, {"epsilon", float_attr(eps_v->value->real(0))}});
       ++fused;
     } else if (n.op_type == "Pad") {
       // A zero constant Pad of the spatial axes feeding Conv or AveragePool becomes its pads.
@@ -211,16 +221,9 @@ int fuse_activations(Graph& g) {
         pads[k] += pv.integer(static_cast<int64_t>(2 + k));
         pads[k + sp] += pv.integer(static_cast<int64_t>(rank + 2 + k));
       }
-      Attribute pa;
-      pa.kind = Attribute::Kind::Ints;
-      pa.ints = pads;
-      r.attrs["pads"] = pa;
-      if (avg) {
-        Attribute ci;
-        ci.kind = Attribute::Kind::Int;
-        ci.i = 1;
-        r.attrs["count_include_pad"] = ci;
-      }
+      r.attrs["pads"].kind = Attribute::Kind::Ints;
+      r.attrs["pads"].ints = pads;
+      if (avg) r.attrs["count_include_pad"] = int_attr(1);
       r.inputs[0] = n.inputs[0];
       dead[i] = true;
       ++fused;
@@ -232,8 +235,7 @@ int fuse_activations(Graph& g) {
       if (mul.op_type != "Mul" || Matcher::other(mul, s) != x) continue;
       if (g.tensors[static_cast<size_t>(x)].shape != g.tensors[static_cast<size_t>(mul.outputs[0])].shape) continue;
       dead[i] = true;
-      mul.op_type = "Silu";
-      mul.inputs = {x};
+      rewrite(mul, "Silu", {x});
       ++fused;
     }
   }
