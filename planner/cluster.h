@@ -1,0 +1,52 @@
+// The machine a plan is for: one GPU type, how many GPUs share a node, and the links of each
+// level of the hierarchy (inside a node, between nodes). Presets name real machines, each number
+// cited in docs/cost-model.md; any other machine is described by a JSON file (same fields).
+//
+// Errors: an unknown preset name, an unreadable file, or a missing, mistyped or non-positive field
+// throws InputError naming the file and the field. Values are immutable after loading;
+// thread-safe to read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tensoropt {
+
+struct GpuSpec {
+  std::string name;
+  double memory_bytes = 0;              // device memory
+  double memory_bandwidth = 0;          // bytes/s
+  double peak_flops_fp32 = 0;           // dense FP32 (CUDA cores), FLOP/s
+  double peak_flops_tf32 = 0;           // dense TF32 tensor cores
+  double peak_flops_bf16 = 0;           // dense BF16 tensor cores
+};
+
+// One level of the interconnect: every GPU reaches its peers at this level at `bandwidth` bytes/s
+// in each direction, after `latency` seconds per message.
+struct LinkLevel {
+  std::string name;
+  double bandwidth = 0;  // bytes/s per GPU per direction
+  double latency = 0;    // seconds
+};
+
+struct Cluster {
+  std::string name;
+  GpuSpec gpu;
+  int gpus_per_node = 1;
+  LinkLevel intra_node;   // GPUs of one node
+  LinkLevel inter_node;   // GPUs on different nodes
+  double memory_reserve_bytes = 0;  // kept free per GPU (CUDA context, allocator slack, NCCL buffers)
+
+  // Memory a plan may use per GPU: device memory less the reserve.
+  double usable_memory() const { return gpu.memory_bytes - memory_reserve_bytes; }
+};
+
+// Names of the presets, e.g. "h100-sxm".
+std::vector<std::string> cluster_presets();
+// A preset by name, or a JSON file when `name_or_path` ends in ".json".
+Cluster load_cluster(const std::string& name_or_path);
+// The JSON form of a cluster (what a file holds; what plan files record).
+std::string cluster_json(const Cluster& c);
+
+}  // namespace tensoropt

@@ -1,0 +1,82 @@
+// FT (frontier tracking): the exact Pareto frontier of a Problem's strategy costs, by variable
+// elimination with frontier-valued factors (DESIGN.md "FT").
+//
+// A factor maps each assignment of its scope (a few nodes) to a Frontier. The initial factors are
+// one per node and one per edge. Eliminating node x takes every factor whose scope holds x, for
+// each configuration of x Minkowski-sums their frontiers, takes the Pareto union over x's
+// configurations, and leaves one factor over x's neighbours. Nodes go in the order of
+// greedy_elimination_order (planner/elimination_order.h). Each point's handle points into a
+// provenance arena (planner/provenance.h) that rebuilds its full assignment at the end.
+// Work is about (number of entries of each built factor) x K_x x (frontier sum cost): O(n K^2)
+// factor work on a chain or a tree; exponential in the order's width on dense graphs, where
+// max_factor_points refuses instead of exhausting memory.
+//
+// Epsilon. With epsilon = 0 (default) the result is the exact frontier. With epsilon > 0 every
+// built factor entry is epsilon_prune'd with delta = (1+epsilon)^(1/L) - 1, L = the depth of the
+// elimination tree (EliminationOrder::depth). Why that suffices: by induction over the order, for
+// every point p of an exact factor entry built at elimination-tree height h, the pruned entry holds
+// q with q <= (1+delta)^h p in both coordinates. p is a sum of points p_j of the consumed exact
+// entries (height < h), each approximated by q_j <= (1+delta)^(h-1) p_j; because costs are
+// non-negative, sum q_j <= (1+delta)^(h-1) p; exact dominance pruning only replaces a point by
+// one no worse; the one epsilon_prune of this entry adds one factor (1+delta). The final sum of
+// the (scope-free) factors of disconnected components is pruned exactly. Hence for every exact
+// frontier point p some returned q has q.time <= (1+epsilon) p.time and q.memory <=
+// (1+epsilon) p.memory. Every returned point is an actual strategy, costed by evaluate().
+//
+// Result: points sorted by time strictly ascending, memory strictly descending, each with the
+// assignment that achieves it and the cost evaluate() gives that assignment. Deterministic: the
+// same Problem and options give the identical result.
+// Thread-safety: solve_ft touches only its arguments; concurrent calls are safe if the progress
+// callbacks are. Errors: std::invalid_argument for an invalid Problem (see validate) or options;
+// std::length_error, naming the factor, when a factor would exceed max_factor_points.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "planner/frontier.h"
+#include "planner/problem.h"
+
+namespace tensoropt::planner {
+
+struct FtProgress {
+  int eliminated = 0;        // nodes eliminated so far
+  int total = 0;             // nodes in the problem
+  int64_t factor_bytes = 0;  // bytes now held by factors and provenance
+  double seconds = 0;        // since solve_ft started
+};
+
+struct FtOptions {
+  double epsilon = 0;  // 0: exact; > 0: the guarantee in this header's contract
+  // Called after every elimination (on the calling thread); the caller decides when to print.
+  std::function<void(const FtProgress&)> progress;
+  // Refuse a factor holding more frontier points than this (24 bytes each, plus entry overhead).
+  int64_t max_factor_points = int64_t{1} << 25;
+};
+
+struct FrontierPoint {
+  Cost cost;
+  std::vector<int> assignment;  // [node] configuration
+};
+
+struct FtStats {
+  int width = 0;                     // induced width of the elimination order
+  int depth = 0;                     // elimination-tree depth (L in the epsilon contract)
+  double delta = 0;                  // per-step epsilon_prune factor used
+  int64_t largest_factor_entries = 0;  // over all factors, the initial edge factors included
+  int64_t entry_evaluations = 0;  // sum over eliminations of built entries x K_x: factor work
+  int64_t largest_factor_points = 0;
+  int64_t peak_bytes = 0;            // factors (entries and points) plus provenance records
+  int64_t provenance_records = 0;
+  double seconds = 0;
+};
+
+struct FtResult {
+  std::vector<FrontierPoint> points;  // time strictly ascending, memory strictly descending
+  FtStats stats;
+};
+
+[[nodiscard]] FtResult solve_ft(const Problem& problem, const FtOptions& options = {});
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,45 @@
+// Back-pointers that rebuild the strategy behind every FT frontier point.
+//
+// An append-only arena of records addressed by Handle (planner/frontier.h). A choice record says
+// "node var takes configuration value, and the rest comes from child"; a sum record says "the rest
+// comes from left and from right". kNoHandle contributes nothing. Records form a tree per handle:
+// FT consumes each factor exactly once, so following a final point's handle assigns every node
+// exactly once.
+//
+// Ownership: the arena owns its records; handles are indices valid for the arena's lifetime.
+// Thread-safety: none; one arena per solve. Errors: rebuild() throws std::logic_error on a
+// handle outside the arena or a node assigned twice (an FT bug).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/frontier.h"
+
+namespace tensoropt::planner {
+
+class ProvenanceArena {
+ public:
+  [[nodiscard]] Handle add_choice(int var, int value, Handle child);
+  [[nodiscard]] Handle add_sum(Handle left, Handle right);
+
+  // Writes the configuration of every node reachable from handle into assignment (sized by the
+  // caller, unassigned entries -1).
+  void rebuild(Handle handle, std::vector<int>& assignment) const;
+
+  [[nodiscard]] int64_t size() const { return static_cast<int64_t>(records_.size()); }
+  [[nodiscard]] int64_t bytes() const {
+    return static_cast<int64_t>(records_.capacity() * sizeof(Record));
+  }
+
+ private:
+  struct Record {
+    int32_t var;    // -1 for a sum record
+    int32_t value;  // configuration of var (choice records)
+    Handle left;    // the child (choice records) or the left addend
+    Handle right;   // the right addend (sum records), else kNoHandle
+  };
+  std::vector<Record> records_;
+};
+
+}  // namespace tensoropt::planner

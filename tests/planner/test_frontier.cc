@@ -1,0 +1,103 @@
+// Frontier algebra: construction and invariant, minkowski_sum and pareto_union with each side
+// empty and both non-empty, ties, identities, epsilon_prune, a hand-worked example.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "planner/frontier.h"
+
+namespace tensoropt::planner {
+namespace {
+
+Frontier make(std::vector<Cost> costs) {
+  std::vector<Frontier::Point> raw;
+  for (size_t i = 0; i < costs.size(); ++i) raw.push_back({costs[i], static_cast<Handle>(i)});
+  return Frontier::from_points(std::move(raw));
+}
+
+std::string handles(const Frontier& f) {
+  std::string out;
+  for (const Frontier::Point& p : f.points()) out += std::to_string(p.handle) + " ";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("frontier: from_points sorts, drops dominated points and keeps the first of a tie") {
+  const Frontier f = make({{3, 1}, {1, 5}, {2, 2}, {2, 4}, {4, 1}, {1, 5}, {5, 0.5}});
+  CHECK(f.to_string() == "(1,5) (2,2) (3,1) (5,0.5)");
+  CHECK(handles(f) == "1 2 0 6 ");  // (1,5) first came at index 1, not 5
+  CHECK(Frontier().empty());
+  CHECK(make({}).empty());
+  CHECK(Frontier::zero().to_string() == "(0,0)");
+}
+
+TEST_CASE("frontier: from_sorted checks the invariant") {
+  CHECK(Frontier::from_sorted({{{1, 3}, 0}, {{2, 1}, 1}}).size() == 2);
+  CHECK_THROWS_AS((void)Frontier::from_sorted({{{1, 3}, 0}, {{2, 3}, 1}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)Frontier::from_sorted({{{1, 3}, 0}, {{1, 2}, 1}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)Frontier::from_sorted({{{2, 1}, 0}, {{1, 3}, 1}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)Frontier::from_points({{{NAN, 1}, 0}}), std::invalid_argument);
+}
+
+TEST_CASE("frontier: minkowski_sum with empty sides, identity and a worked example") {
+  const Frontier a = make({{1, 4}, {3, 1}});
+  const Frontier b = make({{0, 2}, {2, 0}});
+  CHECK(minkowski_sum(Frontier(), b).empty());
+  CHECK(minkowski_sum(a, Frontier()).empty());
+  CHECK(minkowski_sum(Frontier(), Frontier()).empty());
+  CHECK(minkowski_sum(Frontier::zero(), a).to_string() == a.to_string());
+  CHECK(minkowski_sum(a, Frontier::zero()).to_string() == a.to_string());
+  // Sums: (1,6) (3,4) (3,3) (5,1); (3,4) is dominated by (3,3).
+  CHECK(minkowski_sum(a, b).to_string() == "(1,6) (3,3) (5,1)");
+  CHECK(minkowski_sum(b, a).to_string() == "(1,6) (3,3) (5,1)");
+}
+
+TEST_CASE("frontier: minkowski_sum combines handles of survivors only, ties to the lowest indices") {
+  const Frontier a = make({{0, 2}, {1, 1}});
+  const Frontier b = make({{1, 1}, {2, 0}});
+  // (0,2)+(2,0) = (2,2) ties (1,1)+(1,1) = (2,2): the smaller left index (0) wins.
+  std::vector<std::pair<Handle, Handle>> calls;
+  const Frontier s = minkowski_sum(a, b, [&](Handle l, Handle r) {
+    calls.emplace_back(l, r);
+    return 10 * l + r;
+  });
+  CHECK(s.to_string() == "(1,3) (2,2) (3,1)");
+  CHECK(handles(s) == "0 1 11 ");
+  CHECK(calls.size() == 3);
+  CHECK(handles(minkowski_sum(a, b)) == "-1 -1 -1 ");
+}
+
+TEST_CASE("frontier: pareto_union with empty sides, ties to the left operand") {
+  const Frontier a = make({{1, 4}, {3, 1}});
+  const Frontier b = make({{3, 1}, {2, 2}, {0, 9}});
+  CHECK(pareto_union(Frontier(), b).to_string() == b.to_string());
+  CHECK(pareto_union(a, Frontier()).to_string() == a.to_string());
+  CHECK(pareto_union(Frontier(), Frontier()).empty());
+  const Frontier u = pareto_union(a, b);
+  CHECK(u.to_string() == "(0,9) (1,4) (2,2) (3,1)");
+  CHECK(handles(u) == "2 0 1 1 ");  // the tied (3,1) comes from a (handle 1), not b (handle 0)
+  const Frontier v = pareto_union(make({{5, 5}}), make({{7, 7}, {5, 5}}));
+  CHECK(v.to_string() == "(5,5)");
+  CHECK(handles(v) == "0 ");
+  CHECK(handles(pareto_union(make({{9, 9}, {5, 5}}), make({{5, 5}}))) == "1 ");
+}
+
+TEST_CASE("frontier: epsilon_prune keeps a (1+delta)-cover and the fastest point") {
+  const Frontier f = make({{1, 100}, {2, 99}, {3, 90}, {4, 89.5}, {5, 10}});
+  CHECK(epsilon_prune(f, 0).to_string() == f.to_string());
+  const Frontier g = epsilon_prune(f, 0.05);
+  CHECK(g.to_string() == "(1,100) (3,90) (5,10)");
+  for (const Frontier::Point& p : f.points()) {
+    bool covered = false;
+    for (const Frontier::Point& q : g.points()) {
+      covered = covered || (q.cost.time <= 1.05 * p.cost.time && q.cost.memory <= 1.05 * p.cost.memory);
+    }
+    CHECK(covered);
+  }
+  CHECK_THROWS_AS((void)epsilon_prune(f, -0.1), std::invalid_argument);
+  CHECK(epsilon_prune(Frontier(), 0.5).empty());
+}
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,375 @@
+// FT against brute force on random small graphs, against random strategies on bigger ones, the
+// epsilon guarantee, determinism, structure (chains stay narrow), validation and size refusals.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "planner/brute_force.h"
+#include "planner/ft.h"
+
+namespace tensoropt::planner {
+namespace {
+
+// Fixed-seed generator with a portable draw (std distributions differ between libraries).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {  // splitmix64
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+  int in(int lo, int hi) { return lo + below(hi - lo + 1); }
+
+ private:
+  uint64_t state_;
+};
+
+enum class Shape { kChain, kDiamonds, kSkips, kMultiConsumer, kRandomDag, kCount };
+
+const char* shape_name(Shape s) {
+  switch (s) {
+    case Shape::kChain: return "chain";
+    case Shape::kDiamonds: return "diamonds";
+    case Shape::kSkips: return "skips";
+    case Shape::kMultiConsumer: return "multi-consumer";
+    case Shape::kRandomDag: return "random-dag";
+    case Shape::kCount: break;
+  }
+  return "?";
+}
+
+std::vector<std::pair<int, int>> edges_of(Shape shape, int n, Rng& rng) {
+  std::vector<std::pair<int, int>> e;
+  switch (shape) {
+    case Shape::kChain:
+      for (int i = 1; i < n; ++i) e.emplace_back(i - 1, i);
+      break;
+    case Shape::kDiamonds:  // fork/join blocks: a -> b, a -> c, b -> d, c -> d, d -> next ...
+      for (int i = 1; i < n; ++i) {
+        if (i % 3 == 1) e.emplace_back(i - 1, i);
+        if (i % 3 == 2) e.emplace_back(i - 2, i);
+        if (i % 3 == 0) {
+          e.emplace_back(i - 1, i);
+          e.emplace_back(i - 2, i);
+        }
+      }
+      break;
+    case Shape::kSkips:  // a chain with residual edges over one or two nodes
+      for (int i = 1; i < n; ++i) {
+        e.emplace_back(i - 1, i);
+        if (i >= 2 && rng.below(2) == 0) e.emplace_back(i - 2, i);
+        if (i >= 3 && rng.below(4) == 0) e.emplace_back(i - 3, i);
+      }
+      break;
+    case Shape::kMultiConsumer:  // a few producers each feeding several later nodes
+      for (int i = 1; i < n; ++i) {
+        e.emplace_back(rng.below(std::min(i, 2)), i);
+        if (rng.below(3) == 0) e.emplace_back(rng.below(i), i);
+      }
+      break;
+    case Shape::kRandomDag:
+      for (int j = 1; j < n; ++j) {
+        for (int i = 0; i < j; ++i) {
+          if (rng.below(100) < 35) e.emplace_back(i, j);
+        }
+      }
+      break;
+    case Shape::kCount: break;
+  }
+  return e;
+}
+
+// Integer-valued costs so that every sum is exact in any order. Anti-correlated time and memory
+// make frontiers of several points; edge_scale > 1 lets edge costs dominate.
+Cost draw_cost(Rng& rng, int range) {
+  const int t = rng.in(0, range);
+  return {static_cast<double>(t), static_cast<double>(std::max(0, range - t + rng.in(-2, 2)))};
+}
+
+Problem random_problem(Shape shape, int n, int max_k, int range, int edge_scale, Rng& rng) {
+  Problem p;
+  p.node_cost.resize(static_cast<size_t>(n));
+  for (auto& costs : p.node_cost) {
+    const int k = rng.in(1, max_k);
+    for (int i = 0; i < k; ++i) costs.push_back(draw_cost(rng, range));
+  }
+  for (auto [u, v] : edges_of(shape, n, rng)) {
+    Problem::Edge edge{u, v, {}};
+    const size_t cells = p.node_cost[static_cast<size_t>(u)].size() *
+                         p.node_cost[static_cast<size_t>(v)].size();
+    for (size_t c = 0; c < cells; ++c) {
+      const Cost x = draw_cost(rng, range);
+      edge.cost.push_back({x.time * edge_scale, x.memory * edge_scale});
+    }
+    p.edges.push_back(std::move(edge));
+  }
+  return p;
+}
+
+std::string render(const FtResult& r, bool with_assignments = false) {
+  std::string out;
+  char buf[80];
+  for (const FrontierPoint& p : r.points) {
+    std::snprintf(buf, sizeof buf, "(%.17g,%.17g)", p.cost.time, p.cost.memory);
+    out += buf;
+    if (with_assignments) {
+      out += '[';
+      for (int k : p.assignment) out += std::to_string(k) + ",";
+      out += ']';
+    }
+    out += ' ';
+  }
+  return out;
+}
+
+bool sorted_and_non_dominated(const FtResult& r) {
+  for (size_t i = 1; i < r.points.size(); ++i) {
+    if (!(r.points[i - 1].cost.time < r.points[i].cost.time &&
+          r.points[i - 1].cost.memory > r.points[i].cost.memory)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int assignments_that_evaluate_to_their_cost(const Problem& p, const FtResult& r) {
+  int good = 0;
+  for (const FrontierPoint& point : r.points) good += evaluate(p, point.assignment) == point.cost;
+  return good;
+}
+
+// Whether some point q of r has q <= factor * c in both coordinates. r is sorted by time with
+// memory descending, so the last point with q.time <= factor * c.time has the least memory.
+bool weakly_covered(const FtResult& r, Cost c, double factor = 1) {
+  const auto after = std::upper_bound(
+      r.points.begin(), r.points.end(), factor * c.time,
+      [](double t, const FrontierPoint& q) { return t < q.cost.time; });
+  return after != r.points.begin() && std::prev(after)->cost.memory <= factor * c.memory;
+}
+
+std::vector<int> random_assignment(const Problem& p, Rng& rng) {
+  std::vector<int> a;
+  for (int v = 0; v < p.num_nodes(); ++v) a.push_back(rng.below(p.num_configs(v)));
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("ft: equals brute force point for point on 200 random small graphs") {
+  Rng rng(20240603);
+  int problems = 0;
+  int multi_point = 0;
+  for (int round = 0; round < 40; ++round) {
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+      const Shape shape = static_cast<Shape>(s);
+      const int n = rng.in(2, 8);
+      const int edge_scale = round % 4 == 3 ? 10 : 1;  // every fourth round edges dominate
+      const Problem p = random_problem(shape, n, /*max_k=*/4, /*range=*/9, edge_scale, rng);
+      CAPTURE(shape_name(shape));
+      CAPTURE(n);
+      CAPTURE(round);
+      const FtResult ft = solve_ft(p);
+      const FtResult bf = solve_brute_force(p);
+      CHECK(render(ft) == render(bf));
+      CHECK(ft.points.size() == bf.points.size());
+      CHECK(sorted_and_non_dominated(ft));
+      CHECK(assignments_that_evaluate_to_their_cost(p, ft) == static_cast<int>(ft.points.size()));
+      CHECK(assignments_that_evaluate_to_their_cost(p, bf) == static_cast<int>(bf.points.size()));
+      ++problems;
+      multi_point += ft.points.size() > 2;
+    }
+  }
+  CHECK(problems == 200);
+  CHECK(multi_point > 100);  // the comparison is not between trivial one-point frontiers
+}
+
+TEST_CASE("ft: no random strategy beats the frontier on 30-node chains and DAGs") {
+  Rng rng(77);
+  for (int i = 0; i < 10; ++i) {
+    const Shape shape = i % 2 == 0 ? Shape::kChain : (i % 4 == 1 ? Shape::kSkips : Shape::kMultiConsumer);
+    const Problem p = random_problem(shape, /*n=*/30, /*max_k=*/5, /*range=*/50, /*edge_scale=*/1, rng);
+    CAPTURE(shape_name(shape));
+    const FtResult ft = solve_ft(p);
+    REQUIRE(!ft.points.empty());
+    CHECK(sorted_and_non_dominated(ft));
+    CHECK(assignments_that_evaluate_to_their_cost(p, ft) == static_cast<int>(ft.points.size()));
+    int uncovered = 0;
+    for (int draw = 0; draw < 1000; ++draw) {
+      uncovered += !weakly_covered(ft, evaluate(p, random_assignment(p, rng)));
+    }
+    CHECK(uncovered == 0);
+  }
+}
+
+TEST_CASE("ft: epsilon frontier covers the exact one within (1+epsilon) and is no larger") {
+  Rng rng(4242);
+  int smaller = 0;
+  for (double epsilon : {0.01, 0.1, 0.5}) {
+    for (int i = 0; i < 12; ++i) {
+      const Shape shape = static_cast<Shape>(i % static_cast<int>(Shape::kCount));
+      const int n = shape == Shape::kRandomDag ? 8 : 14;
+      const Problem p = random_problem(shape, n, /*max_k=*/4, /*range=*/1000, /*edge_scale=*/1, rng);
+      CAPTURE(shape_name(shape));
+      CAPTURE(epsilon);
+      const FtResult exact = solve_ft(p);
+      FtOptions options;
+      options.epsilon = epsilon;
+      const FtResult approx = solve_ft(p, options);
+      CHECK(approx.points.size() <= exact.points.size());
+      smaller += approx.points.size() < exact.points.size();
+      CHECK(sorted_and_non_dominated(approx));
+      CHECK(assignments_that_evaluate_to_their_cost(p, approx) == static_cast<int>(approx.points.size()));
+      int uncovered = 0;
+      for (const FrontierPoint& e : exact.points) uncovered += !weakly_covered(approx, e.cost, 1 + epsilon);
+      CHECK(uncovered == 0);
+      CHECK(approx.stats.delta > 0);
+      CHECK(std::pow(1 + approx.stats.delta, approx.stats.depth) <= 1 + epsilon + 1e-12);
+    }
+  }
+  CHECK(smaller > 10);  // pruning really happened
+}
+
+TEST_CASE("ft: solving twice gives identical points and assignments") {
+  Rng rng(9);
+  for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+    const Problem p = random_problem(static_cast<Shape>(s), 16, 4, 30, 1, rng);
+    const std::string once = render(solve_ft(p), /*with_assignments=*/true);
+    CHECK(once == render(solve_ft(p), /*with_assignments=*/true));
+    FtOptions options;
+    options.epsilon = 0.1;
+    CHECK(render(solve_ft(p, options), true) == render(solve_ft(p, options), true));
+  }
+}
+
+TEST_CASE("ft: chains and trees build factors of one node; degenerate problems") {
+  Rng rng(5);
+  const Problem chain = random_problem(Shape::kChain, 40, 6, 20, 1, rng);
+  const FtResult r = solve_ft(chain);
+  CHECK(r.stats.width == 1);
+  CHECK(r.stats.largest_factor_entries <= 6 * 6);  // the edge factors
+  CHECK(r.stats.entry_evaluations <= 40 * 6 * 6);   // O(n K^2)
+  CHECK(r.stats.peak_bytes > 0);
+
+  const FtResult empty = solve_ft(Problem{});
+  REQUIRE(empty.points.size() == 1);
+  CHECK(empty.points[0].cost == Cost{0, 0});
+  CHECK(empty.points[0].assignment.empty());
+
+  // Two disconnected nodes: the frontier is the sum of the two node frontiers.
+  Problem two;
+  two.node_cost = {{{1, 4}, {3, 1}}, {{0, 2}, {2, 0}}};
+  CHECK(render(solve_ft(two)) == "(1,6) (3,3) (5,1) ");
+  CHECK(render(solve_ft(two)) == render(solve_brute_force(two)));
+}
+
+TEST_CASE("ft: a hand-worked two-node example with a dominating edge") {
+  // Node 0: fast/big (1,9) or slow/small (9,1); node 1 the same; moving between unlike
+  // configurations costs (5,5) on the edge.
+  Problem p;
+  p.node_cost = {{{1, 9}, {9, 1}}, {{1, 9}, {9, 1}}};
+  p.edges = {{0, 1, {{0, 0}, {5, 5}, {5, 5}, {0, 0}}}};
+  const FtResult r = solve_ft(p);
+  // Strategies: (0,0) -> (2,18); (1,1) -> (18,2); mixed -> (15,15), not dominated.
+  CHECK(render(r, true) == "(2,18)[0,0,] (15,15)[1,0,] (18,2)[1,1,] ");
+}
+
+TEST_CASE("ft: invalid problems and options are refused with the culprit named") {
+  const auto message_of = [](const Problem& p) {
+    try {
+      (void)solve_ft(p);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Problem ok;
+  ok.node_cost = {{{1, 1}, {2, 0}}, {{1, 1}}};
+  ok.edges = {{0, 1, {{0, 0}, {1, 1}}}};
+  CHECK(solve_ft(ok).points.size() == 1);
+
+  Problem p = ok;
+  p.node_cost[1].clear();
+  CHECK(message_of(p).find("node 1 has no configuration") != std::string::npos);
+  p = ok;
+  p.edges[0].v = 2;
+  CHECK(message_of(p).find("edge 0 (0 -> 2) names a node outside") != std::string::npos);
+  p = ok;
+  p.edges[0].v = 0;
+  CHECK(message_of(p).find("self-loop") != std::string::npos);
+  p = ok;
+  p.edges[0].cost.pop_back();
+  CHECK(message_of(p).find("expected K_u * K_v = 2") != std::string::npos);
+  p = ok;
+  p.node_cost[0][1].memory = -1;
+  CHECK(message_of(p).find("node 0 configuration 1") != std::string::npos);
+  p = ok;
+  p.edges[0].cost[1].time = NAN;
+  CHECK(message_of(p).find("edge 0 (0 -> 1) entry 1") != std::string::npos);
+  p = ok;
+  p.node_cost[1][0].time = INFINITY;
+  CHECK(message_of(p).find("finite") != std::string::npos);
+  CHECK_THROWS_AS((void)solve_brute_force(p), std::invalid_argument);
+
+  FtOptions bad;
+  bad.epsilon = -0.5;
+  CHECK_THROWS_AS((void)solve_ft(ok, bad), std::invalid_argument);
+  bad.epsilon = NAN;
+  CHECK_THROWS_AS((void)solve_ft(ok, bad), std::invalid_argument);
+
+  CHECK(evaluate(ok, {1, 0}) == Cost{4, 2});
+  CHECK_THROWS_AS((void)evaluate(ok, {1}), std::invalid_argument);
+  CHECK_THROWS_AS((void)evaluate(ok, {2, 0}), std::invalid_argument);
+  CHECK_THROWS_AS((void)evaluate(ok, {0, -1}), std::invalid_argument);
+}
+
+TEST_CASE("ft: a factor above max_factor_points is refused, naming its size") {
+  Rng rng(3);
+  // A complete graph on 10 nodes with 4 configurations: the last factors span 9 nodes.
+  Problem dense = random_problem(Shape::kChain, 10, 1, 9, 1, rng);
+  dense.edges.clear();
+  for (auto& costs : dense.node_cost) costs.assign(4, Cost{1, 1});
+  for (int u = 0; u < 10; ++u) {
+    for (int v = u + 1; v < 10; ++v) dense.edges.push_back({u, v, std::vector<Cost>(16, Cost{1, 2})});
+  }
+  FtOptions options;
+  options.max_factor_points = 10'000;
+  std::string message;
+  try {
+    (void)solve_ft(dense, options);
+  } catch (const std::length_error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("entries") != std::string::npos);
+  CHECK(message.find("262144") != std::string::npos);  // 4^9 entries over 9 nodes
+  CHECK(message.find("max_factor_points = 10000") != std::string::npos);
+  // Refusal also when every factor's entries fit but one factor's points do not.
+  const Problem dag = random_problem(Shape::kRandomDag, 8, 4, 1000, 1, rng);
+  const FtStats stats = solve_ft(dag).stats;
+  REQUIRE(stats.largest_factor_points - 1 >= stats.largest_factor_entries);
+  options.max_factor_points = stats.largest_factor_points - 1;
+  message.clear();
+  try {
+    (void)solve_ft(dag, options);
+  } catch (const std::length_error& e) {
+    message = e.what();
+  }
+  CHECK(message.find("holding at least") != std::string::npos);
+  options.max_factor_points = stats.largest_factor_points;
+  CHECK(solve_ft(dag, options).points.size() == solve_brute_force(dag).points.size());
+
+  Problem wide;  // 4^12 strategies: beyond brute force, trivial for FT
+  wide.node_cost.assign(12, {{1, 4}, {2, 3}, {3, 2}, {4, 1}});
+  CHECK_THROWS_AS((void)solve_brute_force(wide), std::length_error);
+  CHECK(solve_ft(wide).points.size() == 37);  // times 12..48, memory 60 - time
+}
+
+}  // namespace tensoropt::planner
