@@ -72,37 +72,71 @@ std::string Frontier::to_string() const {
   return out;
 }
 
+// Both sides sorted by time: the sums a_i + b_j for a fixed index of the shorter side, taken in
+// order along the longer side, are sorted too. The shorter side's lists are merged through a heap
+// in (time, memory, i, j) order, so the first of equal costs is the one with the lowest (i, j).
+// A list only ever offers its next sum whose memory beats the best memory kept so far (found by
+// binary search: along a list the summed memory is non-increasing, rounding included), so the
+// work follows the points that could survive rather than all |a| * |b| sums. The result equals
+// sorting every sum and pruning.
 Frontier minkowski_sum(const Frontier& a, const Frontier& b, const HandleCombiner& combine) {
   if (a.empty() || b.empty()) return Frontier();
-  struct Candidate {
-    Cost cost;
-    uint32_t i, j;
-  };
   const auto& pa = a.points();
   const auto& pb = b.points();
-  std::vector<Candidate> candidates;
-  candidates.reserve(pa.size() * pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    for (size_t j = 0; j < pb.size(); ++j) {
-      candidates.push_back({pa[i].cost + pb[j].cost, static_cast<uint32_t>(i),
-                            static_cast<uint32_t>(j)});
-    }
-  }
-  // A sum of two frontiers is already sorted when either has one point.
-  if (pa.size() > 1 && pb.size() > 1) {
-    std::sort(candidates.begin(), candidates.end(), [](const Candidate& x, const Candidate& y) {
-      if (cost_less(x.cost, y.cost)) return true;
-      if (cost_less(y.cost, x.cost)) return false;
-      return x.i != y.i ? x.i < y.i : x.j < y.j;
-    });
-  }
+  const bool a_short = pa.size() <= pb.size();
+  const auto& shorter = a_short ? pa : pb;
+  const auto& longer = a_short ? pb : pa;
+  struct Head {
+    Cost cost;
+    uint32_t list;  // index into the shorter side
+    uint32_t pos;   // index into the longer side
+    uint32_t i, j;  // indices into a and b, for tie-breaking
+  };
+  const auto later = [](const Head& x, const Head& y) {  // priority_queue keeps the earliest on top
+    if (cost_less(y.cost, x.cost)) return true;
+    if (cost_less(x.cost, y.cost)) return false;
+    return x.i != y.i ? x.i > y.i : x.j > y.j;
+  };
+  const auto head = [&](size_t list, size_t pos) {
+    const Head h{shorter[list].cost + longer[pos].cost, static_cast<uint32_t>(list),
+                 static_cast<uint32_t>(pos), 0, 0};
+    Head out = h;
+    out.i = a_short ? h.list : h.pos;
+    out.j = a_short ? h.pos : h.list;
+    return out;
+  };
+  std::vector<Head> heap;
+  heap.reserve(shorter.size());
+  for (size_t list = 0; list < shorter.size(); ++list) heap.push_back(head(list, 0));
+  std::make_heap(heap.begin(), heap.end(), later);
+
   std::vector<Frontier::Point> kept;
   double best_memory = std::numeric_limits<double>::infinity();
-  for (const Candidate& c : candidates) {
-    if (!(c.cost.memory < best_memory)) continue;
-    best_memory = c.cost.memory;
-    const Handle h = combine ? combine(pa[c.i].handle, pb[c.j].handle) : kNoHandle;
-    kept.push_back({c.cost, h});
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Head h = heap.back();
+    heap.pop_back();
+    if (h.cost.memory < best_memory) {
+      best_memory = h.cost.memory;
+      const Handle handle = combine ? combine(pa[h.i].handle, pb[h.j].handle) : kNoHandle;
+      kept.push_back({h.cost, handle});
+    }
+    // Next position along this list whose sum has memory below best_memory.
+    const double base = shorter[h.list].cost.memory;
+    size_t lo = h.pos + 1;
+    size_t hi = longer.size();
+    while (lo < hi) {
+      const size_t mid = lo + (hi - lo) / 2;
+      if (base + longer[mid].cost.memory < best_memory) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    if (lo < longer.size()) {
+      heap.push_back(head(h.list, lo));
+      std::push_heap(heap.begin(), heap.end(), later);
+    }
   }
   return Frontier::from_sorted(std::move(kept));
 }

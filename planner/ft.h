@@ -50,6 +50,7 @@ struct FtProgress {
 struct FtOptions {
   double epsilon = 0;  // 0: exact; > 0: the guarantee in this header's contract
   // Called after every elimination (on the calling thread); the caller decides when to print.
+  // An exception it throws aborts the solve and propagates out of solve_ft (a deadline, say).
   std::function<void(const FtProgress&)> progress;
   // Refuse a factor holding more frontier points than this (24 bytes each, plus entry overhead).
   int64_t max_factor_points = int64_t{1} << 25;

@@ -388,3 +388,79 @@ TEST_CASE("ft: a factor above max_factor_points is refused, naming its size") {
 }
 
 }  // namespace tensoropt::planner
+
+namespace tensoropt::planner {
+
+// Prints planning times; asserts nothing about time. Run with:
+//   ./build/tests/tensoropt_tests -tc='ft: timing*' --no-skip
+TEST_CASE("ft: timing of a 200-node chain (K=8) and a 100-node DAG (K=6, degree ~2.5)" *
+          doctest::skip()) {
+  const auto report = [](const char* name, const Problem& p, double epsilon) {
+    FtOptions options;
+    options.epsilon = epsilon;
+    options.progress = [](const FtProgress& progress) {
+      if (progress.seconds > 60) {
+        throw std::runtime_error("gave up after 60 s at elimination " +
+                                 std::to_string(progress.eliminated) + "/" +
+                                 std::to_string(progress.total));
+      }
+    };
+    try {
+      const FtResult r = solve_ft(p, options);
+      std::printf("%-22s eps=%-5g points=%-6zu width=%d depth=%-3d largest factor %lld entries / "
+                  "%lld points, peak %.1f MiB, %.3f s\n",
+                  name, epsilon, r.points.size(), r.stats.width, r.stats.depth,
+                  static_cast<long long>(r.stats.largest_factor_entries),
+                  static_cast<long long>(r.stats.largest_factor_points),
+                  static_cast<double>(r.stats.peak_bytes) / (1 << 20), r.stats.seconds);
+    } catch (const std::exception& e) {  // the deadline above, or a factor too large
+      std::printf("%-22s eps=%-5g %s\n", name, epsilon, e.what());
+    }
+    std::fflush(stdout);
+  };
+  const auto independent = [](Rng& rng, int range) {
+    return Cost{static_cast<double>(rng.in(0, range)), static_cast<double>(rng.in(0, range))};
+  };
+  for (int mode = 0; mode < 2; ++mode) {
+    Rng rng(2024);
+    const int range = mode == 0 ? 100 : 10;
+    const auto draw = [&] { return mode == 0 ? independent(rng, range) : draw_cost(rng, range); };
+    Problem chain8;
+    chain8.node_cost.resize(200);
+    for (auto& c : chain8.node_cost) {
+      for (int i = 0; i < 8; ++i) c.push_back(draw());
+    }
+    for (int j = 1; j < 200; ++j) {
+      Problem::Edge e{j - 1, j, {}};
+      for (int i = 0; i < 64; ++i) e.cost.push_back(draw());
+      chain8.edges.push_back(std::move(e));
+    }
+    // 100 nodes: each takes one input from the 8 nodes before it and, one time in four, a second
+    // from anywhere earlier: ~124 edges, average degree ~2.5.
+    Problem dag;
+    dag.node_cost.resize(100);
+    for (auto& c : dag.node_cost) {
+      for (int i = 0; i < 6; ++i) c.push_back(draw());
+    }
+    for (int j = 1; j < 100; ++j) {
+      std::vector<int> from{j - 1 - rng.below(std::min(j, 8))};
+      if (j >= 2 && rng.below(4) == 0) {
+        const int other = rng.below(j);
+        if (other != from[0]) from.push_back(other);
+      }
+      for (int i : from) {
+        Problem::Edge e{i, j, {}};
+        for (int c = 0; c < 36; ++c) e.cost.push_back(draw());
+        dag.edges.push_back(std::move(e));
+      }
+    }
+    std::printf("costs: integers 0..%d, time and memory %s\n", range,
+                mode == 0 ? "independent" : "anti-correlated (time + memory ~ constant)");
+    for (double eps : {0.0, 0.01}) {
+      report("chain n=200 K=8", chain8, eps);
+      report("random DAG n=100 K=6", dag, eps);
+    }
+  }
+}
+
+}  // namespace tensoropt::planner
