@@ -6,7 +6,7 @@
 
 #include "graph/error.h"
 
-namespace tensoropt {
+namespace tensoropt::planner {
 namespace {
 
 constexpr double GiB = 1024.0 * 1024 * 1024;
@@ -132,4 +132,4 @@ std::string cluster_json(const Cluster& c) {
   return j.dump(2);
 }
 
-}  // namespace tensoropt
+}  // namespace tensoropt::planner

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace tensoropt {
+namespace tensoropt::planner {
 
 struct GpuSpec {
   std::string name;
@@ -49,4 +49,4 @@ Cluster load_cluster(const std::string& name_or_path);
 // The JSON form of a cluster (what a file holds; what plan files record).
 std::string cluster_json(const Cluster& c);
 
-}  // namespace tensoropt
+}  // namespace tensoropt::planner

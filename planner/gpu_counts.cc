@@ -5,7 +5,7 @@
 
 #include "graph/error.h"
 
-namespace tensoropt {
+namespace tensoropt::planner {
 namespace {
 
 constexpr int kMaxGpus = 65536;
@@ -47,4 +47,4 @@ std::vector<int> parse_gpu_counts(const std::string& spec) {
   return out;
 }
 
-}  // namespace tensoropt
+}  // namespace tensoropt::planner

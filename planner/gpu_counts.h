@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-namespace tensoropt {
+namespace tensoropt::planner {
 
 std::vector<int> parse_gpu_counts(const std::string& spec);
 
-}  // namespace tensoropt
+}  // namespace tensoropt::planner

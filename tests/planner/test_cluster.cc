@@ -9,7 +9,7 @@
 #include "planner/cluster.h"
 #include "planner/gpu_counts.h"
 
-namespace tensoropt {
+namespace tensoropt::planner {
 namespace {
 
 std::string error_of(const std::function<void()>& f) {
@@ -76,4 +76,4 @@ TEST_CASE("cluster: --gpus takes a count, a list or a range of powers of two") {
   }
 }
 
-}  // namespace tensoropt
+}  // namespace tensoropt::planner
