@@ -227,6 +227,50 @@ int fuse_activations(Graph& g) {
       r.inputs[0] = n.inputs[0];
       dead[i] = true;
       ++fused;
+    } else if (n.op_type == "InstanceNormalization") {
+      // GroupNorm as exported: Reshape(x, [N, G, -1]) -> InstanceNormalization(·, 1, 0) ->
+      // Reshape(·, shape(x)) -> Mul(·, w) -> Add(·, b), with w and b per channel.
+      auto constant_all = [&](int t, double want) {
+        if (t < 0) return false;
+        const Tensor& c = g.tensors[static_cast<size_t>(t)];
+        if (!c.value || c.value->size() == 0) return false;
+        for (int64_t k = 0; k < c.value->size(); ++k) {
+          if (c.value->real(k) != want) return false;
+        }
+        return true;
+      };
+      if (n.inputs.size() != 3 || !constant_all(n.inputs[1], 1.0) || !constant_all(n.inputs[2], 0.0)) continue;
+      const Node* flat = m.producer(n.inputs[0]);
+      if (!flat || flat->op_type != "Reshape" || m.sole_reader(n.inputs[0]) != static_cast<int>(i)) continue;
+      int x = flat->inputs[0];
+      const Shape& xs = g.tensors[static_cast<size_t>(x)].shape;
+      const Shape& fs = g.tensors[static_cast<size_t>(n.inputs[0])].shape;
+      if (xs.size() < 3 || fs.size() != 3 || fs[0] != xs[0] || fs[1] <= 0 || xs[1] % fs[1] != 0) continue;
+      int back_i = m.sole_reader(n.outputs[0]);
+      if (back_i < 0 || g.nodes[static_cast<size_t>(back_i)].op_type != "Reshape") continue;
+      const Node& back = g.nodes[static_cast<size_t>(back_i)];
+      if (g.tensors[static_cast<size_t>(back.outputs[0])].shape != xs) continue;
+      int mul_i = m.sole_reader(back.outputs[0]);
+      if (mul_i < 0 || g.nodes[static_cast<size_t>(mul_i)].op_type != "Mul") continue;
+      const Node& mul = g.nodes[static_cast<size_t>(mul_i)];
+      int add_i = m.sole_reader(mul.outputs[0]);
+      if (add_i < 0 || g.nodes[static_cast<size_t>(add_i)].op_type != "Add") continue;
+      Node& add = g.nodes[static_cast<size_t>(add_i)];
+      // The per-channel parameter behind w (or b), looking through an Unsqueeze to [C,1,...].
+      auto channel_param = [&](int t) {
+        const Node* u = m.producer(t);
+        if (u && u->op_type == "Unsqueeze") t = u->inputs[0];
+        const Tensor& p = g.tensors[static_cast<size_t>(t)];
+        return p.kind == TensorKind::Parameter && p.shape == Shape{xs[1]} ? t : -1;
+      };
+      int w = channel_param(Matcher::other(mul, back.outputs[0]));
+      int b = channel_param(Matcher::other(add, mul.outputs[0]));
+      if (w < 0 || b < 0) continue;
+      int flat_i = g.tensors[static_cast<size_t>(n.inputs[0])].producer;
+      for (int k : {flat_i, static_cast<int>(i), back_i, mul_i}) dead[static_cast<size_t>(k)] = true;
+      rewrite(add, "GroupNormalization", {x, w, b},
+              {{"num_groups", int_attr(fs[1])}, {"epsilon", float_attr(n.attr_float("epsilon", 1e-5))}});
+      ++fused;
     } else if (n.op_type == "Sigmoid") {
       int x = n.inputs[0], s = n.outputs[0];
       int mul_i = m.sole_reader(s);

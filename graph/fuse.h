@@ -6,6 +6,9 @@
 //   LayerNorm before opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul w,
 //     Add b over the last axis                                           becomes  LayerNormalization
 //   Pad (constant zero, spatial axes) -> Conv or AveragePool             becomes  the op's own pads
+//   GroupNorm: Reshape [N,G,-1] -> InstanceNormalization(1, 0) -> Reshape back -> Mul w -> Add b
+//                                                                        becomes  GroupNormalization
+// Nodes a fusion leaves without readers (the Unsqueeze of a per-channel weight) are pruned after.
 // A pattern is fused only when its intermediate tensors have no other reader and are not graph
 // outputs. Operates in place on a static graph; keeps node order topological.
 #pragma once

@@ -134,7 +134,7 @@ void propagate_batch_axes(Graph& g) {
 void make_static(Graph& g, const std::map<std::string, Shape>& reference) {
   for (size_t i = 0; i < g.nodes.size(); ++i) infer_node(g, i, reference);
   prune(g);
-  fuse_activations(g);
+  if (fuse_activations(g) > 0) prune(g);
   try {
     propagate_batch_axes(g);
   } catch (const OpError& e) {

@@ -174,9 +174,7 @@ TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors"
       {"misc_instnorm_prelu", 0.001},
       // T5's relative-position bias: the bucket arithmetic PyTorch keeps differs from the graph's.
       {"t5_encoder_tiny", 0.12}, {"t5_encoder_tiny_opset12", 0.12},
-      // The exporter spells GroupNorm as Reshape, InstanceNormalization, Reshape, Mul, Add; the Mul
-      // keeps the normalised tensor that PyTorch's fused group_norm does not. Not fused yet.
-      {"unet_groupnorm", 0.25},
+
       // LLaMA's rotary embedding: PyTorch keeps views of the projections and the sliced halves of
       // rotate_half; the exported graph keeps separate, smaller copies. Known gap, under 12%.
       {"llama_tiny", 0.12}};
