@@ -105,6 +105,18 @@ int fuse_activations(Graph& g) {
       for (int d : {div_i, static_cast<int>(i), (*tail)[0], (*tail)[1]}) dead[static_cast<size_t>(d)] = true;
       rewrite(g.nodes[static_cast<size_t>((*tail)[2])], "Gelu", {x});
       ++fused;
+    } else if (n.op_type == "Tanh" && m.producer(n.inputs[0]) && m.producer(n.inputs[0])->op_type == "Softplus") {
+      // Mish: Softplus(x) -> Tanh -> Mul(x, ·).
+      const Node* sp = m.producer(n.inputs[0]);
+      int x = sp->inputs[0];
+      int mul_i = m.sole_reader(n.outputs[0]);
+      if (m.sole_reader(n.inputs[0]) != static_cast<int>(i) || mul_i < 0) continue;
+      Node& mul = g.nodes[static_cast<size_t>(mul_i)];
+      if (mul.op_type != "Mul" || Matcher::other(mul, n.outputs[0]) != x) continue;
+      dead[static_cast<size_t>(g.tensors[static_cast<size_t>(n.inputs[0])].producer)] = true;
+      dead[i] = true;
+      rewrite(mul, "Mish", {x});
+      ++fused;
     } else if (n.op_type == "Tanh") {
       // Walk x·x -> ·x -> ·0.044715 -> +x -> ·√(2/π) -> Tanh -> +1 -> ·x -> ·0.5.
       auto only = [&](int t, const char* op) -> const Node* {

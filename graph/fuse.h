@@ -3,6 +3,7 @@
 //   GELU: Div(x, √2) -> Erf -> Add(·, 1) -> Mul(x, ·) -> Mul(·, 0.5)   becomes  Gelu(x)
 //   GELU, tanh form: 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³)))          becomes  Gelu(x), approximate=tanh
 //   SiLU: Sigmoid(x) -> Mul(x, ·)                                        becomes  Silu(x)
+//   Mish: Softplus(x) -> Tanh -> Mul(x, ·)                               becomes  Mish(x)
 //   LayerNorm before opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul w,
 //     Add b over the last axis                                           becomes  LayerNormalization
 //   Pad (constant zero, spatial axes) -> Conv or AveragePool             becomes  the op's own pads

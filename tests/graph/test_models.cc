@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
@@ -171,13 +172,10 @@ TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors"
       {"bert_base", 0.01}, {"gpt2_small", 0.01}, {"vit_b_16", 0.01}, {"tiny_mha_decoder", 0.01},
       {"swin_t", 0.08}, {"shufflenet_v2_x0_5", 0.06}, {"einsum_decoder", 0.01}, {"gpt_erf_opset12", 0.01},
       {"gpt_gelu_tanh", 0.01}, {"torch_transformer_decoder", 0.01},
-      {"misc_instnorm_prelu", 0.001},
-      // T5's relative-position bias: the bucket arithmetic PyTorch keeps differs from the graph's.
-      {"t5_encoder_tiny", 0.12}, {"t5_encoder_tiny_opset12", 0.12},
-
-      // LLaMA's rotary embedding: PyTorch keeps views of the projections and the sliced halves of
-      // rotate_half; the exported graph keeps separate, smaller copies. Known gap, under 12%.
-      {"llama_tiny", 0.12}};
+      {"misc_instnorm_prelu", 0.001}, {"t5_encoder_tiny", 0.01}, {"t5_encoder_tiny_opset12", 0.01},
+      // LLaMA's rotary embedding: PyTorch's rotate_half keeps slices that pin their storage.
+      {"llama_tiny", 0.02},
+  };
   for (std::string dir : {"models", "tests/fixtures/models"}) {
     auto m = manifest(dir);
     for (auto& [name, entry] : m.items()) {
@@ -194,9 +192,27 @@ TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors"
             mask_elements += g.tensors[static_cast<size_t>(g.nodes[i].inputs[0])].elements();
           }
         }
+        // PyTorch 1.13's mean(dim) (not mean() of everything) keeps its whole input
+        // (MeanBackward1._saved_self) although
+        // its gradient needs only the shape; we count what the gradient needs. RMSNorm's mean(x²)
+        // in LLaMA and T5 is where this shows: add those inputs back to compare.
+        std::set<int> kept, mean_inputs;
+        std::vector<bool> dd = data_dependent(g);
+        for (size_t i = 0; i < g.nodes.size(); ++i) {
+          for (const Saved& sv : costs[i].saved) {
+            if (sv.tensor >= 0) kept.insert(storage_of(g, sv.tensor));
+          }
+          int in = g.nodes[i].inputs.empty() ? -1 : g.nodes[i].inputs[0];
+          bool over_dims = g.tensors[static_cast<size_t>(g.nodes[i].outputs[0])].elements() > 1;  // not mean()
+          if (g.nodes[i].op_type == "ReduceMean" && over_dims && in >= 0 && dd[static_cast<size_t>(in)]) mean_inputs.insert(storage_of(g, in));
+        }
+        int64_t torch_mean_extra = 0;
+        for (int t : mean_inputs) {
+          if (!kept.count(t)) torch_mean_extra += g.tensors[static_cast<size_t>(t)].bytes();
+        }
         auto torch_bytes = entry["saved_activation_bytes"][std::to_string(batch)].get<int64_t>();
         double expected = static_cast<double>(torch_bytes - 3 * mask_elements);
-        double ours = static_cast<double>(summarize(g).activation_bytes);
+        double ours = static_cast<double>(summarize(g).activation_bytes + torch_mean_extra);
         auto tol = tolerance.count(name) ? tolerance.at(name) : 0.0;
         if (tol == 0.0) {
           CHECK(ours == expected);
