@@ -321,7 +321,6 @@ void register_elementwise(std::vector<OpDef>& ops) {
   }
   {
     OpDef d = unary("Cast", 0, 0, Keep::Nothing, nullptr);
-    d.family = "elementwise";
     d.flops_doc = "0 / 0 (a conversion: bytes only)";
     d.infer = [](const OpView& v) {
       auto t = dtype_from_onnx(static_cast<int>(v.node.attr_int("to", 0)));

@@ -65,11 +65,9 @@ IterSpace reshape_space(const OpView& v, int num_inputs) {
       else break;
     }
     int d = static_cast<int>(s.dims.size());
-    bool simple = i - i0 == 1 && o - o0 == 1;
     s.dims.push_back({"d" + std::to_string(o0), out[o0], DimRole::Parallel});
     oa[o0] = d;
     ia[i0] = d;
-    (void)simple;
     for (size_t k = o0 + 1; k < o; ++k) {
       oa[k] = static_cast<int>(s.dims.size());
       s.dims.push_back({"d" + std::to_string(k), out[k], DimRole::Fixed});
