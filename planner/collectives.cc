@@ -1,0 +1,61 @@
+#include "planner/collectives.h"
+
+#include <algorithm>
+
+#include "graph/error.h"
+
+namespace tensoropt::planner {
+
+double bus_bandwidth_factor(StepKind kind, int n) {
+  TO_CHECK(n >= 1);
+  if (!is_collective(kind)) return 0;
+  double f = static_cast<double>(n - 1) / n;
+  return kind == StepKind::AllReduce ? 2 * f : f;
+}
+
+double ring_all_gather_time(double bytes, int n, const LinkLevel& link) {
+  TO_CHECK(n >= 1 && bytes >= 0);
+  if (n == 1) return 0;
+  return (n - 1) * link.latency + static_cast<double>(n - 1) / n * bytes / link.bandwidth;
+}
+
+double all_to_all_time(double bytes, int n, const LinkLevel& link) { return ring_all_gather_time(bytes, n, link); }
+
+double ring_all_reduce_time(double bytes, int n, const LinkLevel& link) { return 2 * ring_all_gather_time(bytes, n, link); }
+
+double recursive_doubling_all_reduce_time(double bytes, int n, const LinkLevel& link) {
+  TO_CHECK(n >= 1 && bytes >= 0);
+  if (n == 1) return 0;
+  int rounds = 0;
+  while ((2 << rounds) <= n) ++rounds;  // floor(log2 n)
+  if ((n & (n - 1)) != 0) rounds += 2;
+  return rounds * (link.latency + bytes / link.bandwidth);
+}
+
+double all_reduce_time(double bytes, int n, const LinkLevel& link) {
+  return std::min(ring_all_reduce_time(bytes, n, link), recursive_doubling_all_reduce_time(bytes, n, link));
+}
+
+double collective_time(StepKind kind, double bytes, int n, const LinkLevel& link) {
+  switch (kind) {
+    case StepKind::AllGather:
+    case StepKind::ReduceScatter: return ring_all_gather_time(bytes, n, link);
+    case StepKind::AllToAll: return all_to_all_time(bytes, n, link);
+    case StepKind::AllReduce: return all_reduce_time(bytes, n, link);
+    default: return 0;
+  }
+}
+
+double step_time(const Step& step, const DeviceMesh& mesh) {
+  const MeshAxis& ax = mesh.axis(step.mesh_axis);
+  TO_CHECK(ax.size == step.group_size);
+  return collective_time(step.kind, static_cast<double>(step.bytes), step.group_size, ax.link);
+}
+
+double plan_time(const RedistributePlan& plan, const DeviceMesh& mesh) {
+  double t = 0;
+  for (const auto& s : plan.steps) t += step_time(s, mesh);
+  return t;
+}
+
+}  // namespace tensoropt::planner
