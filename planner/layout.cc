@@ -81,14 +81,8 @@ Shape max_local_shape(const Shape& global, const Layout& layout, const DeviceMes
   return local_shape(global, layout, mesh, std::vector<int>(static_cast<size_t>(mesh.ndim()), 0));
 }
 
-int64_t num_elements(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
 int64_t max_local_bytes(const Shape& global, int dtype_bytes, const Layout& layout, const DeviceMesh& mesh) {
-  return num_elements(max_local_shape(global, layout, mesh)) * dtype_bytes;
+  return numel(max_local_shape(global, layout, mesh)) * dtype_bytes;
 }
 
 }  // namespace tensoropt::planner

@@ -23,11 +23,10 @@
 #include <string>
 #include <vector>
 
+#include "graph/ir.h"
 #include "planner/mesh.h"
 
 namespace tensoropt::planner {
-
-using Shape = std::vector<int64_t>;
 
 class Placement {
  public:
@@ -81,7 +80,6 @@ void check_layout(const Shape& global, const Layout& layout, const DeviceMesh& m
 Shape local_shape(const Shape& global, const Layout& layout, const DeviceMesh& mesh, const std::vector<int>& coord);
 // The largest local shard (every device's shard fits in it): the device at coordinates 0 holds it.
 Shape max_local_shape(const Shape& global, const Layout& layout, const DeviceMesh& mesh);
-int64_t num_elements(const Shape& s);
 int64_t max_local_bytes(const Shape& global, int dtype_bytes, const Layout& layout, const DeviceMesh& mesh);
 
 }  // namespace tensoropt::planner

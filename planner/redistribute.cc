@@ -92,14 +92,14 @@ Step make_step(const Shape& shape, int dtype_bytes, const Layout& cur, int axis,
   };
   int64_t n = s.group_size;
   switch (s.kind) {
-    case StepKind::AllGather: split(s.from.dim()); s.bytes = n * num_elements(piece) * dtype_bytes; break;
-    case StepKind::ReduceScatter: split(s.to.dim()); s.bytes = n * num_elements(piece) * dtype_bytes; break;
+    case StepKind::AllGather: split(s.from.dim()); s.bytes = n * numel(piece) * dtype_bytes; break;
+    case StepKind::ReduceScatter: split(s.to.dim()); s.bytes = n * numel(piece) * dtype_bytes; break;
     case StepKind::AllToAll:
       split(s.from.dim());
       split(s.to.dim());
-      s.bytes = n * num_elements(piece) * dtype_bytes;
+      s.bytes = n * numel(piece) * dtype_bytes;
       break;
-    case StepKind::AllReduce: s.bytes = num_elements(piece) * dtype_bytes; break;
+    case StepKind::AllReduce: s.bytes = numel(piece) * dtype_bytes; break;
     default: s.bytes = 0;
   }
   return s;

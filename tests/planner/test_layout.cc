@@ -5,16 +5,17 @@
 
 #include "graph/error.h"
 #include "planner/cluster.h"
+#include "tests/planner/placements.h"
 #include "planner/layout.h"
 
 namespace tensoropt::planner {
 namespace {
 
-const auto R = Placement::replicate();
-const auto P = Placement::partial();
-Placement S(int d) { return Placement::shard(d); }
+using test::mesh;
+using test::P;
+using test::R;
+using test::S;
 
-DeviceMesh mesh(std::vector<int> shape) { return DeviceMesh::with_shape(load_cluster("h100-sxm"), shape); }
 
 TEST_CASE("layout: printed forms") {
   CHECK(S(0).str() == "S(0)");
@@ -69,7 +70,7 @@ TEST_CASE("layout: local shapes on one and two axes, uneven") {
   for (int r = 0; r < m2.size(); ++r) {
     auto s = local_shape({10, 6}, Layout({S(0), S(0)}), m2, m2.coords(r));
     CHECK(s[0] <= 2);
-    total += num_elements(s);
+    total += numel(s);
   }
   CHECK(total == 60);
 }

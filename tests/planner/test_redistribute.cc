@@ -7,15 +7,16 @@
 #include <map>
 
 #include "planner/cluster.h"
+#include "tests/planner/placements.h"
 #include "planner/redistribute.h"
 
 namespace tensoropt::planner {
 namespace {
 
-const auto R = Placement::replicate();
-const auto P = Placement::partial();
-Placement S(int d) { return Placement::shard(d); }
-DeviceMesh mesh(std::vector<int> shape) { return DeviceMesh::with_shape(load_cluster("h100-sxm"), shape); }
+using test::mesh;
+using test::P;
+using test::R;
+using test::S;
 
 std::vector<StepKind> kinds(const RedistributePlan& p) {
   std::vector<StepKind> k;
@@ -217,7 +218,7 @@ double value(int64_t e) { return 1000.0 + 7.0 * static_cast<double>(e); }
 // Boxes by the layout's nesting; values split over Partial axes (integers, so sums are exact).
 std::vector<Device> place(const Shape& shape, const Layout& l, const DeviceMesh& m) {
   std::vector<Device> devs(static_cast<size_t>(m.size()));
-  int64_t n = num_elements(shape);
+  int64_t n = numel(shape);
   for (int r = 0; r < m.size(); ++r) {
     auto c = m.coords(r);
     Device& d = devs[static_cast<size_t>(r)];
