@@ -295,21 +295,6 @@ int fuse_activations(Graph& g) {
       ++fused;
     }
   }
-  if (fused == 0) return 0;
-  std::vector<Node> kept;
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    if (dead[i]) {
-      for (int o : g.nodes[i].outputs) {
-        if (o >= 0) g.tensors[static_cast<size_t>(o)].producer = -1;
-      }
-      continue;
-    }
-    for (int o : g.nodes[i].outputs) {
-      if (o >= 0) g.tensors[static_cast<size_t>(o)].producer = static_cast<int>(kept.size());
-    }
-    kept.push_back(std::move(g.nodes[i]));
-  }
-  g.nodes = std::move(kept);
   return fused;
 }
 

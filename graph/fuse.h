@@ -9,9 +9,10 @@
 //   Pad (constant zero, spatial axes) -> Conv or AveragePool             becomes  the op's own pads
 //   GroupNorm: Reshape [N,G,-1] -> InstanceNormalization(1, 0) -> Reshape back -> Mul w -> Add b
 //                                                                        becomes  GroupNormalization
-// Nodes a fusion leaves without readers (the Unsqueeze of a per-channel weight) are pruned after.
+// The fused-away nodes stay in g.nodes with no reader left (as does the Unsqueeze of a
+// per-channel weight); the caller's dead-node pruning removes them (graph/static_pass.cc).
 // A pattern is fused only when its intermediate tensors have no other reader and are not graph
-// outputs. Operates in place on a static graph; keeps node order topological.
+// outputs. Operates in place on a static graph; node order stays topological.
 #pragma once
 
 #include "graph/ir.h"
