@@ -94,13 +94,16 @@ class GPT2Attention(nn.Module):
         k = k.view(B, T, self.n_head, hd).transpose(1, 2)
         v = v.view(B, T, self.n_head, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        causal = torch.ones(T, T, device=x.device).tril()
-        att = att.masked_fill(causal == 0, float("-inf"))
+        att = att.masked_fill(self.future(T, x.device), float("-inf"))
         att = F.softmax(att, dim=-1)
         att = self.attn_dropout(att)
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
+
+    def future(self, T, device):
+        """[T, T] bool, true where a query would see a later key (masked out)."""
+        return torch.ones(T, T, device=device).tril() == 0
 
 
 class GPT2MLP(nn.Module):
@@ -403,20 +406,9 @@ class ArangeMaskAttention(GPT2Attention):
     """GPT2Attention with the causal mask from an arange comparison instead
     of tril (aten::tril needs opset >= 14)."""
 
-    def forward(self, x):
-        B, T, _ = x.size()
-        C, hd = self.d, self.head_dim
-        q, k, v = self.c_attn(x).split(C, dim=2)
-        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
-        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
-        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        r = torch.arange(T, device=x.device)
-        att = att.masked_fill(r[None, :] > r[:, None], float("-inf"))
-        att = F.softmax(att, dim=-1)
-        y = self.attn_dropout(att) @ v
-        y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
+    def future(self, T, device):
+        r = torch.arange(T, device=device)
+        return r[None, :] > r[:, None]
 
 
 class GPTErf(GPT2Small):
