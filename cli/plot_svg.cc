@@ -1,0 +1,307 @@
+#include "cli/plot_svg.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <numbers>
+
+#include "cli/format.h"
+#include "graph/error.h"
+
+namespace tensoropt::cli {
+namespace {
+
+// Canvas layout in pixels: the plot area, then the legend column to its right.
+constexpr double kLeft = 78, kTop = 48, kWidth = 560, kHeight = 380, kBottom = 58;
+constexpr double kCharW = 0.6;  // average glyph width per unit of font size, for label boxes
+// Okabe-Ito: distinguishable under the common colour-vision deficiencies (yellow left out: too pale).
+const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"};
+constexpr const char* kGrey = "#666666";
+
+// Finite, non-negative and below 1e30 (no real step or GPU comes near; keeps axis padding finite).
+bool usable_value(double v) { return std::isfinite(v) && v >= 0 && v < 1e30; }
+bool usable(const PlotPoint& p) { return usable_value(p.time_s) && usable_value(p.memory_bytes); }
+
+// Fixed-point with `decimals` digits, locale-independent, never "-0".
+std::string num(double v, int decimals = 1) {
+  char buf[64];
+  if (std::fabs(v) < 0.5 * std::pow(10.0, -decimals)) v = 0;
+  auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  return std::string(buf, r.ptr);
+}
+
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+const char* colour(int curve, size_t curve_count) {
+  if (curve < 0 || static_cast<size_t>(curve) >= curve_count) return kGrey;
+  return kPalette[static_cast<size_t>(curve) % std::size(kPalette)];
+}
+
+struct Unit {
+  double factor;
+  const char* name;
+};
+
+// A linear axis in display units (raw / unit.factor) from lo to hi, ticks every `step`.
+struct Axis {
+  Unit unit{1, ""};
+  double lo = 0, hi = 1, step = 1;
+  int decimals = 0;
+  double frac(double raw) const { return (raw / unit.factor - lo) / (hi - lo); }
+};
+
+double nice_step(double range) {  // 1, 2 or 5 times a power of ten: 5 to 10 ticks over `range`
+  double raw = range / 6, mag = std::pow(10.0, std::floor(std::log10(raw))), f = raw / mag;
+  return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
+}
+
+// REQUIRES: 0 <= raw_min <= raw_max, both finite; units ascending by factor.
+Axis make_axis(double raw_min, double raw_max, bool from_zero, const std::vector<Unit>& units) {
+  Axis a;
+  a.unit = units.front();
+  for (const Unit& u : units)
+    if (raw_max >= u.factor) a.unit = u;
+  double lo = raw_min / a.unit.factor, hi = raw_max / a.unit.factor, span = hi - lo;
+  if (span > 1e-9 * hi) {  // a narrower span would put ticks closer than doubles can tell apart
+    lo -= 0.05 * span;
+    hi += 0.05 * span;
+  } else {
+    double pad = lo > 0 ? 0.1 * lo : 1;
+    lo -= pad;
+    hi += pad;
+  }
+  if (from_zero || lo < 0.5 * hi) lo = 0;  // keep 0 in view unless the data sit far from it
+  a.step = nice_step(hi - lo);
+  a.lo = std::floor(lo / a.step) * a.step;
+  a.hi = std::max(std::ceil(hi / a.step) * a.step, a.lo + a.step);
+  a.decimals = a.step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(a.step) - 1e-9));
+  return a;
+}
+
+struct Box {
+  double x0, y0, x1, y1;
+  bool overlaps(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+};
+
+// Marker shapes as unit polygons: square, triangle up, diamond, triangle down, plus, star.
+std::vector<std::pair<double, double>> shape(size_t i) {
+  switch (i % 6) {
+    case 0: return {{-.85, -.85}, {.85, -.85}, {.85, .85}, {-.85, .85}};
+    case 1: return {{0, -1.2}, {1.1, .8}, {-1.1, .8}};
+    case 2: return {{0, -1.25}, {1.25, 0}, {0, 1.25}, {-1.25, 0}};
+    case 3: return {{0, 1.2}, {1.1, -.8}, {-1.1, -.8}};
+    case 4:
+      return {{-.4, -1.1}, {.4, -1.1}, {.4, -.4}, {1.1, -.4}, {1.1, .4}, {.4, .4},
+              {.4, 1.1}, {-.4, 1.1}, {-.4, .4}, {-1.1, .4}, {-1.1, -.4}, {-.4, -.4}};
+    default: {
+      std::vector<std::pair<double, double>> star;
+      for (int k = 0; k < 10; ++k) {
+        double r = k % 2 ? 0.55 : 1.3, a = std::numbers::pi * (k / 5.0 - 0.5);
+        star.push_back({r * std::cos(a), r * std::sin(a)});
+      }
+      return star;
+    }
+  }
+}
+
+std::string polygon(const char* cls, size_t shape_index, double x, double y, const char* fill) {
+  std::string pts;
+  for (auto [dx, dy] : shape(shape_index)) pts += (pts.empty() ? "" : " ") + num(x + 6 * dx) + "," + num(y + 6 * dy);
+  return std::string("<polygon class=\"") + cls + "\" points=\"" + pts + "\" fill=\"" + fill +
+         "\" stroke=\"#222222\" stroke-width=\"1\"/>\n";
+}
+
+std::string text(double x, double y, const std::string& s, int size, const char* anchor = "start",
+                 const std::string& extra = "") {
+  return "<text x=\"" + num(x) + "\" y=\"" + num(y) + "\" font-size=\"" + std::to_string(size) +
+         "\" text-anchor=\"" + anchor + "\"" + extra + ">" + escape(s) + "</text>\n";
+}
+
+std::string line(double x1, double y1, double x2, double y2, const std::string& attrs) {
+  return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\" " + attrs + "/>\n";
+}
+
+std::string circle(double x, double y, double r, const std::string& attrs) {
+  return "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\" " + attrs + "/>\n";
+}
+
+const std::string kBudgetStroke = "stroke=\"#444444\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"";
+const std::string kChosenStroke = "fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"";
+
+}  // namespace
+
+std::string render_svg(const PlotSpec& spec) {
+  // Data range over everything drawn; an empty plot gets 0-100 ms by 0-1 GiB.
+  double tmin = INFINITY, tmax = -INFINITY, mmax = 0;
+  auto see = [&](const PlotPoint& p) {
+    if (!usable(p)) return;
+    tmin = std::min(tmin, p.time_s);
+    tmax = std::max(tmax, p.time_s);
+    mmax = std::max(mmax, p.memory_bytes);
+  };
+  for (const PlotCurve& c : spec.curves) std::for_each(c.points.begin(), c.points.end(), see);
+  for (const PlotMarker& m : spec.markers) see(m.point);
+  if (spec.chosen) see(*spec.chosen);
+  bool empty = tmin > tmax;
+  if (empty) tmin = 0, tmax = 0.1, mmax = 1024.0 * 1024 * 1024;
+  const double budget = spec.memory_budget_bytes.value_or(-1);  // plain double: GCC 12 misjudges optional
+  const bool has_budget = usable_value(budget);
+  if (has_budget) mmax = std::max(mmax, budget);
+  Axis ax = make_axis(tmin, tmax, false, {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}});
+  Axis ay = make_axis(0, mmax, true, {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}});
+  auto px = [&](double t) { return kLeft + ax.frac(t) * kWidth; };
+  auto py = [&](double m) { return kTop + kHeight - ay.frac(m) * kHeight; };
+
+  // Legend first, to size the canvas: curves, then baselines, chosen point and budget.
+  const std::string chosen_label = "chosen for the budget";
+  const bool has_chosen = spec.chosen && usable(*spec.chosen);
+  size_t longest = has_chosen ? chosen_label.size() : 0;
+  size_t rows = spec.curves.size() + spec.markers.size() + !spec.markers.empty() + has_chosen + has_budget;
+  for (const PlotCurve& c : spec.curves) longest = std::max(longest, c.label.size());
+  for (const PlotMarker& m : spec.markers) longest = std::max(longest, m.label.size());
+  double lx = kLeft + kWidth + 24;
+  double canvas_w = lx + 56 + std::max<double>(14, static_cast<double>(longest)) * 12 * kCharW;
+  double canvas_h = std::max(kTop + kHeight + kBottom, kTop + 22 * static_cast<double>(rows) + 20);
+
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(canvas_w, 0) + "\" height=\"" +
+                  num(canvas_h, 0) + "\" viewBox=\"0 0 " + num(canvas_w, 0) + " " + num(canvas_h, 0) +
+                  "\" font-family=\"sans-serif\">\n";
+  s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
+  s += text(kLeft, 28, spec.title, 16, "start", " font-weight=\"bold\"");
+
+  // Grid, ticks and axis titles.
+  double x_end = kLeft + kWidth, y_end = kTop + kHeight;
+  const std::string grid = "class=\"grid\" stroke=\"#e4e4e4\"";
+  for (long i = 0, n = std::lround((ax.hi - ax.lo) / ax.step); i <= n; ++i) {
+    double v = ax.lo + static_cast<double>(i) * ax.step, x = kLeft + (v - ax.lo) / (ax.hi - ax.lo) * kWidth;
+    s += line(x, kTop, x, y_end + 5, grid);
+    s += text(x, y_end + 20, num(v, ax.decimals), 12, "middle", " class=\"tick-x\"");
+  }
+  for (long i = 0, n = std::lround((ay.hi - ay.lo) / ay.step); i <= n; ++i) {
+    double v = ay.lo + static_cast<double>(i) * ay.step, y = y_end - (v - ay.lo) / (ay.hi - ay.lo) * kHeight;
+    s += line(kLeft - 5, y, x_end, y, grid);
+    s += text(kLeft - 9, y + 4, num(v, ay.decimals), 12, "end", " class=\"tick-y\"");
+  }
+  s += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kWidth) + "\" height=\"" + num(kHeight) +
+       "\" fill=\"none\" stroke=\"#444444\"/>\n";
+  s += text(kLeft + kWidth / 2, y_end + 44, std::string("time per step (") + ax.unit.name + ")", 13, "middle");
+  s += text(22, kTop + kHeight / 2, std::string("memory per GPU (") + ay.unit.name + ")", 13, "middle",
+            " transform=\"rotate(-90 22 " + num(kTop + kHeight / 2) + ")\"");
+  if (empty) s += text(kLeft + kWidth / 2, kTop + kHeight / 2, "no strategies to plot", 14, "middle", " fill=\"#666666\"");
+
+  // Everything drawn on the plot leaves a box; a baseline's label goes beside it only if it hits none.
+  std::vector<Box> taken;
+  auto take = [&](double x, double y, double r) { taken.push_back({x - r, y - r, x + r, y + r}); };
+  if (has_budget) {
+    double y = py(budget);
+    std::string label = "memory budget " + bytes_human(budget);
+    s += line(kLeft, y, x_end, y, "class=\"budget\" " + kBudgetStroke);
+    s += text(x_end - 6, y - 5, label, 11, "end", " fill=\"#444444\"");
+    taken.push_back({x_end - 6 - static_cast<double>(label.size()) * 11 * kCharW, y - 15, x_end - 6, y - 2});
+    taken.push_back({kLeft, y - 1, x_end, y + 1});
+  }
+
+  // Frontiers: a staircase (right at the old memory, then down) and a dot per point.
+  for (size_t c = 0; c < spec.curves.size(); ++c) {
+    std::vector<PlotPoint> pts;
+    for (const PlotPoint& p : spec.curves[c].points)
+      if (usable(p)) pts.push_back(p);
+    if (pts.empty()) continue;
+    std::stable_sort(pts.begin(), pts.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.time_s < b.time_s; });
+    const char* col = colour(static_cast<int>(c), spec.curves.size());
+    double x = px(pts[0].time_s), y = py(pts[0].memory_bytes);
+    std::string d = "M" + num(x) + " " + num(y);
+    for (size_t i = 1; i < pts.size(); ++i) {
+      double x2 = px(pts[i].time_s), y2 = py(pts[i].memory_bytes);
+      d += " H" + num(x2) + " V" + num(y2);
+      taken.push_back({x, y - 1, x2, y + 1});
+      taken.push_back({x2 - 1, std::min(y, y2), x2 + 1, std::max(y, y2)});
+      x = x2, y = y2;
+    }
+    s += "<path class=\"frontier\" d=\"" + d + "\" fill=\"none\" stroke=\"" + col + "\" stroke-width=\"2\"/>\n";
+    for (const PlotPoint& p : pts) {
+      s += circle(px(p.time_s), py(p.memory_bytes), 3.5, "class=\"point\" fill=\"" + std::string(col) + "\"");
+      take(px(p.time_s), py(p.memory_bytes), 4);
+    }
+  }
+
+  if (has_chosen) {
+    double x = px(spec.chosen->time_s), y = py(spec.chosen->memory_bytes);
+    s += circle(x, y, 10, "class=\"chosen\" " + kChosenStroke);
+    take(x, y, 12);
+  }
+
+  for (size_t i = 0; i < spec.markers.size(); ++i) {
+    const PlotMarker& m = spec.markers[i];
+    if (!usable(m.point)) continue;
+    s += polygon("marker", i, px(m.point.time_s), py(m.point.memory_bytes), colour(m.curve, spec.curves.size()));
+    take(px(m.point.time_s), py(m.point.memory_bytes), 8);
+  }
+  for (const PlotMarker& m : spec.markers) {
+    if (!usable(m.point)) continue;
+    double x = px(m.point.time_s), y = py(m.point.memory_bytes);
+    double w = static_cast<double>(m.label.size()) * 11 * kCharW;
+    // Right, left, above, below: the first spot that is free.
+    const Box spots[] = {{x + 10, y - 7, x + 10 + w, y + 6}, {x - 10 - w, y - 7, x - 10, y + 6},
+                         {x - w / 2, y - 23, x + w / 2, y - 10}, {x - w / 2, y + 10, x + w / 2, y + 23}};
+    const char* anchors[] = {"start", "end", "middle", "middle"};
+    for (int k = 0; k < 4; ++k) {
+      const Box& b = spots[k];
+      if (b.x0 < kLeft || b.x1 > x_end || b.y0 < kTop || b.y1 > y_end) continue;
+      if (std::any_of(taken.begin(), taken.end(), [&](const Box& t) { return t.overlaps(b); })) continue;
+      taken.push_back(b);
+      s += text(k == 0 ? b.x0 : k == 1 ? b.x1 : x, b.y1 - 2, m.label, 11, anchors[k], " fill=\"#222222\"");
+      break;
+    }
+  }
+
+  // Legend.
+  s += "<g class=\"legend\">\n";
+  double y = kTop + 10;
+  for (size_t c = 0; c < spec.curves.size(); ++c, y += 22) {
+    const char* col = colour(static_cast<int>(c), spec.curves.size());
+    s += line(lx, y, lx + 26, y, "stroke=\"" + std::string(col) + "\" stroke-width=\"2\"");
+    s += circle(lx + 13, y, 3.5, "fill=\"" + std::string(col) + "\"");
+    s += text(lx + 36, y + 4, spec.curves[c].label, 12);
+  }
+  if (!spec.markers.empty()) s += text(lx, (y += 6) + 4, "baselines", 12, "start", " fill=\"#666666\""), y += 22;
+  for (size_t i = 0; i < spec.markers.size(); ++i, y += 22) {
+    s += polygon("legend-marker", i, lx + 13, y, colour(spec.markers[i].curve, spec.curves.size()));
+    s += text(lx + 36, y + 4, spec.markers[i].label, 12);
+  }
+  if (has_chosen) {
+    s += circle(lx + 13, y, 8, kChosenStroke);
+    s += text(lx + 36, y + 4, chosen_label, 12), y += 22;
+  }
+  if (has_budget) {
+    s += line(lx, y, lx + 26, y, kBudgetStroke);
+    s += text(lx + 36, y + 4, "memory budget", 12);
+  }
+  s += "</g>\n</svg>\n";
+  return s;
+}
+
+void write_svg(const PlotSpec& spec, const std::string& path) {
+  std::string svg = render_svg(spec);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw InputError("cannot write plot file '" + path + "'");
+  f.write(svg.data(), static_cast<std::streamsize>(svg.size()));
+  f.close();
+  if (!f) throw InputError("cannot write plot file '" + path + "' (write failed)");
+}
+
+}  // namespace tensoropt::cli

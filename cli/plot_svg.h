@@ -1,0 +1,55 @@
+// The plot of `tensoropt plan --plot FILE.svg`: Pareto frontiers of training strategies, time per
+// step (x) against memory per GPU (y), one staircase curve per GPU count, baselines as markers.
+//
+// Pure functions over a PlotSpec value; no state, thread-safe. The caller passes raw units
+// (seconds, bytes); the axes pick ms/s and MiB/GiB from the data range, with 1-2-5 ticks. Memory
+// starts at 0; time starts at 0 unless the data sit far from it. Points that are NaN, infinite or
+// negative are skipped (never printed), as is such a budget. Labels are XML-escaped; a curve or
+// marker is always listed in the legend, and a marker is also labelled on the plot (right, left,
+// above or below it) when that label overlaps nothing drawn. Colours repeat after 7 curves.
+// Same spec -> identical bytes.
+//
+// Element classes the tests (and anyone restyling the file) can rely on: "frontier" (one path per
+// curve with at least one point), "point" (one dot per frontier point), "marker" (one per baseline
+// with a usable point), "legend-marker" (one per baseline), "chosen", "budget", "tick-x",
+// "tick-y", "grid", "legend".
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tensoropt::cli {
+
+struct PlotPoint {
+  double time_s = 0;        // time per training step, seconds
+  double memory_bytes = 0;  // peak memory per GPU, bytes
+};
+
+struct PlotCurve {
+  std::string label;              // "8 GPUs"
+  std::vector<PlotPoint> points;  // a Pareto frontier; sorted by time here, so any order is drawn right
+};
+
+struct PlotMarker {
+  std::string label;  // "pure DP (8 GPUs)"
+  PlotPoint point;
+  int curve = -1;     // index into PlotSpec::curves whose colour it takes; -1 (or out of range): grey
+};
+
+struct PlotSpec {
+  std::string title;                          // "gpt2_small.onnx, batch 8, h100-sxm"
+  std::vector<PlotCurve> curves;
+  std::vector<PlotMarker> markers;            // baselines
+  std::optional<PlotPoint> chosen;            // the point picked for the memory budget, ringed
+  std::optional<double> memory_budget_bytes;  // dashed horizontal line, labelled
+};
+
+// A complete standalone SVG document (UTF-8, starts with "<svg", ends with "</svg>\n").
+std::string render_svg(const PlotSpec& spec);
+
+// Writes render_svg(spec) to `path`. Throws tensoropt::InputError naming the path when the file
+// cannot be opened or written.
+void write_svg(const PlotSpec& spec, const std::string& path);
+
+}  // namespace tensoropt::cli

@@ -1,0 +1,250 @@
+// The frontier plot: SVG structure, one staircase per curve, legend, escaping, nice ticks,
+// degenerate inputs, determinism and the write error.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <unistd.h>
+
+#include "cli/plot_svg.h"
+#include "graph/error.h"
+
+namespace tensoropt::cli {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+size_t count(const std::string& s, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = s.find(part); at != std::string::npos; at = s.find(part, at + part.size())) ++n;
+  return n;
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// The text of every <text class="cls" ...>VALUE</text>, parsed as numbers.
+std::vector<double> ticks(const std::string& svg, const std::string& cls) {
+  std::vector<double> out;
+  const std::string key = "class=\"" + cls + "\"";
+  for (size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    size_t open = svg.find('>', at), close = svg.find('<', open);
+    out.push_back(std::stod(svg.substr(open + 1, close - open - 1)));
+  }
+  return out;
+}
+
+// Ticks are evenly spaced by 1, 2 or 5 times a power of ten, and every tick is a multiple of it.
+void check_nice(const std::vector<double>& t) {
+  REQUIRE(t.size() >= 2);
+  double step = t[1] - t[0];
+  REQUIRE(step > 0);
+  for (size_t i = 1; i < t.size(); ++i) CHECK(t[i] - t[i - 1] == doctest::Approx(step));
+  double mantissa = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
+  CHECK((mantissa == doctest::Approx(1) || mantissa == doctest::Approx(2) || mantissa == doctest::Approx(5)));
+  for (double v : t) CHECK(std::fabs(v / step - std::round(v / step)) < 1e-6);
+}
+
+void check_document(const std::string& svg) {
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK(svg.size() >= 7);
+  CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+  CHECK(count(svg, "<svg") == 1);
+  CHECK(count(svg, "<text") == count(svg, "</text>"));
+  CHECK(count(svg, "<g") == count(svg, "</g>"));
+  std::string lower = svg;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  CHECK_FALSE(has(lower, "nan"));
+  CHECK_FALSE(has(lower, "inf"));
+}
+
+// The d attribute of every frontier path.
+std::vector<std::string> frontier_paths(const std::string& svg) {
+  std::vector<std::string> out;
+  const std::string key = "class=\"frontier\" d=\"";
+  for (size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    size_t from = at + key.size();
+    out.push_back(svg.substr(from, svg.find('"', from) - from));
+  }
+  return out;
+}
+
+PlotSpec example() {
+  PlotSpec s;
+  s.title = "gpt2_small.onnx, batch 8, h100-sxm";
+  s.curves = {{"4 GPUs", {{0.210, 30 * kGiB}, {0.260, 18 * kGiB}, {0.340, 12 * kGiB}}},
+              {"8 GPUs", {{0.120, 22 * kGiB}, {0.150, 11 * kGiB}, {0.200, 7 * kGiB}, {0.290, 5 * kGiB}}}};
+  s.markers = {{"pure DP (4 GPUs)", {0.230, 34 * kGiB}, 0}, {"pure DP (8 GPUs)", {0.130, 33 * kGiB}, 1}};
+  s.chosen = PlotPoint{0.150, 11 * kGiB};
+  s.memory_budget_bytes = 16 * kGiB;
+  return s;
+}
+
+TEST_CASE("plot svg: a complete document with one dot per point and one shape per marker") {
+  std::string svg = render_svg(example());
+  check_document(svg);
+  CHECK(count(svg, "class=\"point\"") == 7);
+  CHECK(count(svg, "class=\"marker\"") == 2);
+  CHECK(count(svg, "class=\"legend-marker\"") == 2);
+  CHECK(count(svg, "class=\"chosen\"") == 1);
+  CHECK(has(svg, "time per step (ms)"));
+  CHECK(has(svg, "memory per GPU (GiB)"));
+}
+
+TEST_CASE("plot svg: one staircase per non-empty curve, right then down, in time order") {
+  PlotSpec s;
+  s.curves = {{"a", {{0.3, 2 * kGiB}, {0.1, 8 * kGiB}, {0.2, 4 * kGiB}}},  // unsorted on purpose
+              {"empty", {}},
+              {"one", {{0.25, 3 * kGiB}}}};
+  std::string svg = render_svg(s);
+  std::vector<std::string> paths = frontier_paths(svg);
+  REQUIRE(paths.size() == 2);
+  // "Mx0 y0 Hx1 Vy1 Hx2 Vy2": x grows along the path and y (down the page) grows as memory falls.
+  double x0, y0, x1, y1, x2, y2;
+  char m, h1, v1, h2, v2;
+  std::istringstream in(paths[0]);
+  in >> m >> x0 >> y0 >> h1 >> x1 >> v1 >> y1 >> h2 >> x2 >> v2 >> y2;
+  REQUIRE(in);
+  CHECK(std::string{m, h1, v1, h2, v2} == "MHVHV");
+  CHECK(x0 < x1);
+  CHECK(x1 < x2);
+  CHECK(y0 < y1);
+  CHECK(y1 < y2);
+  CHECK(x2 - x1 == doctest::Approx(x1 - x0).epsilon(0.01));  // 0.1 s apart both times
+  CHECK(paths[1].find('H') == std::string::npos);             // one point: nothing to step to
+  CHECK(count(svg, "class=\"point\"") == 4);
+}
+
+TEST_CASE("plot svg: the legend lists every curve, every baseline, the chosen point and the budget") {
+  PlotSpec s = example();
+  s.curves.push_back({"16 GPUs", {}});  // no feasible strategy: still named
+  s.markers.push_back({"pipeline only", {std::nan(""), 1}, -1});
+  std::string svg = render_svg(s);
+  std::string legend = svg.substr(svg.find("<g class=\"legend\">"));
+  for (const char* label : {"4 GPUs", "8 GPUs", "16 GPUs", "pure DP (4 GPUs)", "pure DP (8 GPUs)", "pipeline only",
+                            "chosen for the budget", "memory budget"})
+    CHECK_MESSAGE(has(legend, std::string(">") + label + "</text>"), label);
+  CHECK(count(svg, "class=\"marker\"") == 2);  // the NaN baseline has no shape on the plot
+  CHECK(count(svg, "class=\"legend-marker\"") == 3);
+}
+
+TEST_CASE("plot svg: labels and title are XML-escaped") {
+  PlotSpec s = example();
+  s.title = "model <v2> & 'x'";
+  s.curves[0].label = "a<b & \"c\"";
+  s.markers[0].label = "DP<&>";
+  std::string svg = render_svg(s);
+  check_document(svg);
+  CHECK(has(svg, "model &lt;v2&gt; &amp; &apos;x&apos;"));
+  CHECK(has(svg, "a&lt;b &amp; &quot;c&quot;"));
+  CHECK(has(svg, "DP&lt;&amp;&gt;"));
+  CHECK_FALSE(has(svg, "a<b"));
+  CHECK_FALSE(has(svg, "<&"));
+  CHECK_FALSE(has(svg, "& "));
+}
+
+TEST_CASE("plot svg: degenerate inputs give a valid document without nan or inf") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  std::vector<PlotSpec> specs(7);
+  specs[1].curves = {{"one", {{0.5, 4 * kGiB}}}};
+  specs[2].curves = {{"same", {{0.5, 4 * kGiB}, {0.5, 4 * kGiB}, {0.5, 4 * kGiB}}}};
+  specs[3].curves = {{"empty", {}}, {"also empty", {}}};
+  specs[4].curves = {{"bad", {{nan, 1 * kGiB}, {0.2, inf}, {-inf, 2 * kGiB}, {0.3, -1}, {0.1, 3 * kGiB}}}};
+  specs[4].chosen = PlotPoint{inf, nan};
+  specs[4].memory_budget_bytes = nan;
+  specs[4].markers = {{"huge", {std::numeric_limits<double>::max(), 1}, 0}};
+  specs[5].curves = {{"zero", {{0, 0}}}};
+  specs[6].curves = {{"too close to tell apart", {{1.0, 2 * kGiB}, {1.0 + 1e-15, 1 * kGiB}}}};
+  for (size_t i = 0; i < specs.size(); ++i) {
+    CAPTURE(i);
+    std::string svg = render_svg(specs[i]);
+    check_document(svg);
+    check_nice(ticks(svg, "tick-x"));
+    check_nice(ticks(svg, "tick-y"));
+    CHECK(count(svg, "class=\"chosen\"") == 0);
+    CHECK(count(svg, "class=\"budget\"") == 0);
+  }
+  CHECK(has(render_svg(specs[0]), "no strategies to plot"));
+  CHECK(has(render_svg(specs[3]), "no strategies to plot"));
+  CHECK(count(render_svg(specs[4]), "class=\"point\"") == 1);  // only (0.1 s, 3 GiB) survives
+  CHECK(frontier_paths(render_svg(specs[4])).size() == 1);
+  std::vector<double> x = ticks(render_svg(specs[1]), "tick-x");  // one point: the axis still spans it
+  CHECK(x.front() <= 500);
+  CHECK(x.back() >= 500);
+}
+
+TEST_CASE("plot svg: ticks are 1-2-5 numbers in human units covering the data") {
+  SUBCASE("ms from 0, GiB from 0") {
+    std::string svg = render_svg(example());
+    std::vector<double> x = ticks(svg, "tick-x"), y = ticks(svg, "tick-y");
+    check_nice(x);
+    check_nice(y);
+    CHECK(x.front() == 0);
+    CHECK(x.back() >= 340);
+    CHECK(x.size() <= 12);
+    CHECK(y.front() == 0);
+    CHECK(y.back() >= 34);
+    CHECK(y.size() <= 12);
+  }
+  SUBCASE("seconds near 1, away from 0; MiB") {
+    PlotSpec s;
+    s.curves = {{"2 GPUs", {{1.00, 600.0 * 1024 * 1024}, {1.05, 300.0 * 1024 * 1024}}}};
+    std::string svg = render_svg(s);
+    CHECK(has(svg, "time per step (s)"));
+    CHECK(has(svg, "memory per GPU (MiB)"));
+    std::vector<double> x = ticks(svg, "tick-x"), y = ticks(svg, "tick-y");
+    check_nice(x);
+    check_nice(y);
+    CHECK(x.front() > 0.9);
+    CHECK(x.front() <= 1.0);
+    CHECK(x.back() >= 1.05);
+    CHECK(x.back() < 1.2);
+    CHECK(y.front() == 0);
+    CHECK(y.back() >= 600);
+    CHECK(has(svg, ">1.02</text>"));  // two decimals for a step of 0.02
+  }
+}
+
+TEST_CASE("plot svg: the budget line appears only when given, and is kept in view") {
+  PlotSpec s = example();
+  s.memory_budget_bytes.reset();
+  CHECK(count(render_svg(s), "class=\"budget\"") == 0);
+  CHECK_FALSE(has(render_svg(s), "memory budget"));
+  s.memory_budget_bytes = 80 * kGiB;  // above every point
+  std::string svg = render_svg(s);
+  CHECK(count(svg, "class=\"budget\"") == 1);
+  CHECK(has(svg, "memory budget 80.00 GiB"));
+  CHECK(ticks(svg, "tick-y").back() >= 80);
+}
+
+TEST_CASE("plot svg: same spec, same bytes") {
+  PlotSpec a = example(), b = example();
+  CHECK(render_svg(a) == render_svg(b));
+  b.curves[1].points[0].time_s += 0.001;
+  CHECK(render_svg(a) != render_svg(b));
+}
+
+TEST_CASE("plot svg: write_svg writes the document and names the path it cannot write") {
+  auto dir = std::filesystem::temp_directory_path() / ("tensoropt_plot_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string good = (dir / "plot.svg").string();
+  write_svg(example(), good);
+  std::ifstream f(good, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << f.rdbuf();
+  CHECK(bytes.str() == render_svg(example()));
+  std::filesystem::remove_all(dir);
+
+  std::string bad = (dir / "missing" / "plot.svg").string();
+  try {
+    write_svg(example(), bad);
+    FAIL("no exception");
+  } catch (const InputError& e) {
+    CHECK(has(e.what(), bad));
+  }
+}
+
+}  // namespace
+}  // namespace tensoropt::cli
