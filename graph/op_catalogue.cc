@@ -109,6 +109,10 @@ IterSpace op_space(const OpView& v) {
   const OpDef* def = find_op(v.node.op_type);
   TO_CHECK(def != nullptr);
   IterSpace s = def->space(v);
+  // One operand list per input and output position the node has: optional operands a space
+  // lists but the node omits are dropped; positions it does not list map no dims.
+  s.inputs.resize(v.node.inputs.size());
+  s.outputs.resize(v.node.outputs.size());
   for (size_t i = 0; i < s.inputs.size(); ++i) {
     if (!v.has_input(static_cast<int>(i))) continue;
     int b = v.in(static_cast<int>(i)).batch_axis;

@@ -125,7 +125,8 @@ struct OpBytes {
 // Backward reads the output gradients and the saved tensors, writes the input gradients.
 OpBytes op_bytes(const OpView& v, const std::vector<bool>& needs_grad, const std::vector<Saved>& saved);
 
-// The iteration space with Batch roles filled in from the inputs' batch axes.
+// The iteration space with Batch roles filled in from the inputs' batch axes, with exactly one
+// operand list per input and output position of the node (omitted optional ones map no dims).
 IterSpace op_space(const OpView& v);
 
 }  // namespace tensoropt

@@ -79,10 +79,29 @@ std::string Frontier::to_string() const {
 // binary search: along a list the summed memory is non-increasing, rounding included), so the
 // work follows the points that could survive rather than all |a| * |b| sums. The result equals
 // sorting every sum and pruning.
+// One side a single point: the other side shifted. Shifting keeps the order; rounding can make
+// neighbours' times or memories equal, which the same keep/replace rule as below resolves.
+static Frontier shifted(const Frontier& many, const Frontier::Point& one, bool one_is_left, const HandleCombiner& combine) {
+  std::vector<Frontier::Point> kept;
+  kept.reserve(many.size());
+  double best_memory = std::numeric_limits<double>::infinity();
+  for (const Frontier::Point& p : many.points()) {
+    const Cost c = one_is_left ? one.cost + p.cost : p.cost + one.cost;
+    if (!(c.memory < best_memory)) continue;
+    best_memory = c.memory;
+    if (!kept.empty() && kept.back().cost.time == c.time) kept.pop_back();
+    const Handle h = !combine ? kNoHandle : one_is_left ? combine(one.handle, p.handle) : combine(p.handle, one.handle);
+    kept.push_back({c, h});
+  }
+  return Frontier::from_sorted(std::move(kept));
+}
+
 Frontier minkowski_sum(const Frontier& a, const Frontier& b, const HandleCombiner& combine) {
   if (a.empty() || b.empty()) return Frontier();
   const auto& pa = a.points();
   const auto& pb = b.points();
+  if (pa.size() == 1) return shifted(b, pa[0], true, combine);
+  if (pb.size() == 1) return shifted(a, pb[0], false, combine);
   const bool a_short = pa.size() <= pb.size();
   const auto& shorter = a_short ? pa : pb;
   const auto& longer = a_short ? pb : pa;
@@ -119,6 +138,10 @@ Frontier minkowski_sum(const Frontier& a, const Frontier& b, const HandleCombine
     if (h.cost.memory < best_memory) {
       best_memory = h.cost.memory;
       const Handle handle = combine ? combine(pa[h.i].handle, pb[h.j].handle) : kNoHandle;
+      // Sums that differ by less than an ulp of time round to equal times, and a list offers its
+      // next sum only after the previous one was taken: the later, lower-memory sum of equal time
+      // dominates the kept one and replaces it.
+      if (!kept.empty() && kept.back().cost.time == h.cost.time) kept.pop_back();
       kept.push_back({h.cost, handle});
     }
     // Next position along this list whose sum has memory below best_memory.

@@ -80,8 +80,9 @@ class Frontier {
   std::vector<Point> points_;  // time strictly ascending, memory strictly descending
 };
 
-// Makes the handle of a summed point from the handles of its two addends. Called once per
-// surviving point only, in output order. Empty: results carry kNoHandle.
+// Makes the handle of a summed point from the handles of its two addends. Called in output order
+// for each point that is kept when it is reached (a kept point whose time a later sum equals
+// after rounding is replaced by it, so a few handles may go unused). Empty: results carry kNoHandle.
 using HandleCombiner = std::function<Handle(Handle left, Handle right)>;
 
 [[nodiscard]] Frontier minkowski_sum(const Frontier& a, const Frontier& b,

@@ -2,6 +2,7 @@
 #include "planner/ft.h"
 
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -157,7 +158,27 @@ class Eliminator {
     out.table.resize(static_cast<size_t>(entries));
     const int kx = problem_.num_configs(x);
     stats_.entry_evaluations += static_cast<int64_t>(out.table.size()) * kx;
-    const HandleCombiner combiner = [this](Handle l, Handle r) { return combine(l, r); };
+    // Sums are recorded in a scratch list first (handles <= -2 index it); only the points an
+    // entry keeps get provenance records, made once per scratch node (memo).
+    struct Pending {
+      Handle left, right;
+    };
+    std::vector<Pending> scratch;
+    std::vector<Handle> memo;
+    const HandleCombiner combiner = [&scratch](Handle l, Handle r) {
+      if (l == kNoHandle) return r;
+      if (r == kNoHandle) return l;
+      scratch.push_back({l, r});
+      return static_cast<Handle>(-1 - static_cast<Handle>(scratch.size()));
+    };
+    const std::function<Handle(Handle)> materialize = [&](Handle h) -> Handle {
+      if (h >= kNoHandle) return h;
+      const size_t i = static_cast<size_t>(-2 - h);
+      if (memo[i] == kNoHandle) {
+        memo[i] = arena_.add_sum(materialize(scratch[i].left), materialize(scratch[i].right));
+      }
+      return memo[i];
+    };
     struct Choice {
       int value;
       Handle handle;
@@ -174,6 +195,7 @@ class Eliminator {
       }
       raw.clear();
       choices.clear();
+      scratch.clear();
       for (int k = 0; k < kx; ++k) {
         const auto cell = [&](size_t j) -> const Frontier& {
           const Factor& f = factors_[static_cast<size_t>(consumed[j])];
@@ -193,9 +215,10 @@ class Eliminator {
       Frontier chosen = epsilon_prune(Frontier::from_points(raw), delta_);
       std::vector<Frontier::Point> tagged;
       tagged.reserve(chosen.size());
+      memo.assign(scratch.size(), kNoHandle);
       for (const Frontier::Point& p : chosen.points()) {
         const Choice& c = choices[static_cast<size_t>(p.handle)];
-        tagged.push_back({p.cost, arena_.add_choice(x, c.value, c.handle)});
+        tagged.push_back({p.cost, arena_.add_choice(x, c.value, materialize(c.handle))});
       }
       points += static_cast<int64_t>(tagged.size());
       if (points > options_.max_factor_points) refuse(x, scope, entries, points);

@@ -69,6 +69,19 @@ TEST_CASE("frontier: minkowski_sum combines handles of survivors only, ties to t
   CHECK(handles(minkowski_sum(a, b)) == "-1 -1 -1 ");
 }
 
+TEST_CASE("frontier: minkowski_sum keeps the invariant when sums round to equal times") {
+  // 1 + 1e-17 == 1 in double: both sums have time 1; the lower-memory one must be the only one.
+  const Frontier a = make({{1, 0}});
+  const Frontier b = make({{0, 2}, {1e-17, 1}});
+  CHECK(b.size() == 2);
+  const Frontier s = minkowski_sum(a, b);
+  CHECK(s.to_string() == "(1,1)");
+  CHECK(minkowski_sum(b, a).to_string() == "(1,1)");
+  // Longer runs: every point of b collapses onto time 1.
+  const Frontier c = make({{0, 5}, {1e-17, 4}, {2e-17, 3}, {3e-17, 2}});
+  CHECK(minkowski_sum(make({{1, 0}, {2, -1.5}}), c).to_string() == "(1,2) (2,0.5)");
+}
+
 TEST_CASE("frontier: pareto_union with empty sides, ties to the left operand") {
   const Frontier a = make({{1, 4}, {3, 1}});
   const Frontier b = make({{3, 1}, {2, 2}, {0, 9}});

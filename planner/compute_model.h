@@ -1,0 +1,74 @@
+// Where the time of computation comes from: the cost source interface (DESIGN.md "Cost").
+//
+// The strategy space (planner/space.h) describes the work one device does for one op under one
+// configuration as a ShardWork; a ComputeModel turns it into seconds. AnalyticCompute is the
+// roofline model below; measured profiles (`tensoropt profile`, to come) implement the same
+// interface, keyed on the op, its attributes and its local input shapes.
+//
+// AnalyticCompute, per op and direction (forward; backward when any input needs a gradient):
+//   time = launch + max(flops / (peak * compute_efficiency), bytes / (bandwidth * memory_efficiency))
+// peak is the GPU's dense BF16 tensor-core rate for matmul-class ops (Conv, ConvTranspose, Gemm,
+// MatMul, Einsum) under bf16 and its FP32 CUDA-core rate otherwise (TF32 is not assumed: PyTorch
+// leaves it off for matmuls by default). The efficiencies and the launch overhead are assumptions,
+// stated in docs/cost-model.md, until a profile replaces them. The optimizer step is one
+// memory-bound pass over the bytes it touches.
+// Thread-safety: implementations are immutable after construction and safe to share.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "graph/ir.h"
+#include "planner/cluster.h"
+#include "planner/training.h"
+
+namespace tensoropt::planner {
+
+struct ShardWork {
+  const Node* node = nullptr;           // the op (type, attributes) for profile lookups
+  std::vector<Shape> local_inputs;      // this device's input shapes (empty for absent inputs)
+  bool tensor_core = false;             // matmul-class op
+  double fwd_flops = 0, bwd_flops = 0;  // this device's share
+  double fwd_bytes = 0, bwd_bytes = 0;  // read + written by this device
+  bool has_backward = false;
+};
+
+struct OpTime {
+  double forward = 0;
+  double backward = 0;
+};
+
+class ComputeModel {
+ public:
+  virtual ~ComputeModel() = default;
+  virtual std::string name() const = 0;  // "analytic", or the profile it reads
+  virtual OpTime op_time(const ShardWork& work) const = 0;
+  // One memory-bound pass reading and writing `bytes` in total (the optimizer step).
+  virtual double stream_time(double bytes) const = 0;
+};
+
+struct AnalyticAssumptions {
+  double tensor_core_efficiency = 0.6;  // fraction of dense tensor-core peak a large GEMM reaches
+  double cuda_core_efficiency = 0.6;    // fraction of FP32 peak
+  double memory_efficiency = 0.8;       // fraction of DRAM bandwidth a streaming kernel reaches
+  double launch_seconds = 4e-6;         // per kernel: launch and tail
+};
+
+bool is_tensor_core_op(const std::string& op_type);
+
+class AnalyticCompute final : public ComputeModel {
+ public:
+  AnalyticCompute(const Cluster& cluster, Precision precision, AnalyticAssumptions a = {});
+  std::string name() const override { return "analytic"; }
+  OpTime op_time(const ShardWork& work) const override;
+  double stream_time(double bytes) const override;
+  const AnalyticAssumptions& assumptions() const { return a_; }
+
+ private:
+  double direction(double flops, double bytes, bool tensor_core) const;
+  GpuSpec gpu_;
+  Precision precision_;
+  AnalyticAssumptions a_;
+};
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,68 @@
+// The frontier for one GPU count: every candidate mesh's strategy space solved by FT, merged into
+// one Pareto frontier (DESIGN.md "FT"), plus the baselines a user compares against.
+//
+// Meshes. For N GPUs the candidates are DeviceMesh::for_cluster(cluster, N).factorizations(
+// max_mesh_axes): [N] and every ordered split into up to max_mesh_axes axes of size >= 2 (8 GPUs,
+// 2 axes: [8], [2,4], [4,2]), each axis on the link level it falls on. A configuration that
+// splits one dim over several axes covers the coarser meshes' strategies, so the union over meshes
+// is the frontier of the whole space.
+// Points. Each FT point's assignment is re-costed with StrategySpace::cost (the Problem's sum plus
+// the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
+// memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
+// Errors: InputError for bad options; a mesh whose FT refuses (max_factor_points) is skipped and
+// named in GpuFrontier::skipped, never silently.
+// Thread-safety: plan_frontier touches only its arguments.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/compute_model.h"
+#include "planner/ft.h"
+#include "planner/space.h"
+
+namespace tensoropt::planner {
+
+struct PlanOptions {
+  SpaceOptions space;
+  double epsilon = 0;
+  int max_mesh_axes = 2;
+  int64_t max_factor_points = int64_t{1} << 25;
+  // Progress lines ("8 GPUs, mesh [2 intra, 4 intra]: 310/702 variables, 1.2 s"), at most a few
+  // a second; the caller prints them.
+  std::function<void(const std::string&)> progress;
+};
+
+struct PlanPoint {
+  Cost cost;            // StrategySpace::cost of the assignment
+  int mesh = 0;         // index into GpuFrontier::spaces
+  std::vector<int> assignment;
+};
+
+struct MeshStats {
+  std::string mesh;
+  int variables = 0;
+  int64_t configurations = 0;  // sum over variables
+  int frontier_points = 0;     // FT's, before the merge
+  FtStats ft;
+};
+
+struct GpuFrontier {
+  int gpus = 0;
+  std::vector<std::unique_ptr<StrategySpace>> spaces;  // one per candidate mesh
+  std::vector<PlanPoint> points;                        // the merged frontier
+  std::vector<MeshStats> meshes;
+  std::vector<std::string> skipped;  // meshes FT refused, with the reason
+  double seconds = 0;                // whole frontier, spaces built and solved
+  int64_t peak_bytes = 0;            // largest FT working set of one mesh
+};
+
+std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes);
+
+GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
+                          const PlanOptions& options);
+
+}  // namespace tensoropt::planner

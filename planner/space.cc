@@ -1,0 +1,532 @@
+#include "planner/space.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "graph/error.h"
+#include "planner/collectives.h"
+
+namespace tensoropt::planner {
+
+Term comm_term(Purpose p, StepKind k) {
+  TO_CHECK(is_collective(k));
+  return static_cast<Term>(static_cast<int>(Term::CommFirst) + static_cast<int>(p) * 4 + static_cast<int>(k));
+}
+
+bool is_time_term(Term t) { return t <= Term::CommLast; }
+
+std::string term_name(Term t) {
+  switch (t) {
+    case Term::ComputeForward: return "compute_forward";
+    case Term::ComputeBackward: return "compute_backward";
+    case Term::Recompute: return "recompute";
+    case Term::OptimizerStep: return "optimizer_step";
+    case Term::Weights: return "weights";
+    case Term::Gradients: return "gradients";
+    case Term::OptimizerState: return "optimizer_state";
+    case Term::Activations: return "activations";
+    case Term::DataInputs: return "data_inputs";
+    case Term::Buffers: return "buffers_and_constants";
+    case Term::Workspace: return "workspace";
+    default: break;
+  }
+  int i = static_cast<int>(t) - static_cast<int>(Term::CommFirst);
+  TO_CHECK(i >= 0 && i < 12);
+  static const char* purposes[] = {"forward", "backward", "gradient_sync"};
+  static const char* kinds[] = {"all_gather", "reduce_scatter", "all_reduce", "all_to_all"};
+  return std::string("comm_") + purposes[i / 4] + "_" + kinds[i % 4];
+}
+
+Breakdown& Breakdown::operator+=(const Breakdown& o) {
+  for (size_t i = 0; i < v.size(); ++i) v[i] += o.v[i];
+  return *this;
+}
+
+double Breakdown::time() const {
+  double s = 0;
+  for (int i = 0; i < kTerms; ++i)
+    if (is_time_term(static_cast<Term>(i))) s += v[static_cast<size_t>(i)];
+  return s;
+}
+
+double Breakdown::memory() const {
+  double s = 0;
+  for (int i = 0; i < kTerms; ++i)
+    if (!is_time_term(static_cast<Term>(i))) s += v[static_cast<size_t>(i)];
+  return s;
+}
+
+int Variable::find_config(const std::string& config_name) const {
+  for (size_t k = 0; k < configs.size(); ++k)
+    if (configs[k].name == config_name) return static_cast<int>(k);
+  return -1;
+}
+
+namespace {
+
+bool contains(const std::vector<Saved>& saved, int tensor) {
+  return std::any_of(saved.begin(), saved.end(), [&](const Saved& s) { return s.tensor == tensor; });
+}
+
+void add_unique(std::vector<Layout>& layouts, const Layout& l) {
+  if (std::find(layouts.begin(), layouts.end(), l) == layouts.end()) layouts.push_back(l);
+}
+
+}  // namespace
+
+StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute,
+                             const SpaceOptions& options)
+    : graph_(&graph), mesh_(mesh), compute_(&compute), options_(options) {
+  const Graph& g = graph;
+  node_costs_ = node_costs(g);
+  requires_grad_ = requires_grad(g);
+  is_output_.assign(g.tensors.size(), false);
+  for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;
+
+  // Uses of every tensor: (node, input position).
+  std::vector<std::vector<std::pair<int, int>>> uses(g.tensors.size());
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i)
+      if (int t = g.nodes[n].inputs[i]; t >= 0) uses[static_cast<size_t>(t)].emplace_back(static_cast<int>(n), static_cast<int>(i));
+
+  // Op variables first (node n is variable n), so readers' configurations are known below.
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    Variable v;
+    v.kind = VarKind::Op;
+    v.node = static_cast<int>(n);
+    v.name = "op:" + (node.name.empty() ? "#" + std::to_string(n) : node.name);
+    v.space = op_space(OpView(g, node));
+    if (v.space.inputs.size() != node.inputs.size() || v.space.outputs.size() != node.outputs.size())
+      throw InternalError(node.label() + ": iteration space has " + std::to_string(v.space.inputs.size()) + " inputs, " + std::to_string(v.space.outputs.size()) + " outputs");
+    v.op_configs = enumerate_configs(v.space, mesh_);
+    TO_CHECK(!v.op_configs.empty());
+    vars_.push_back(std::move(v));
+  }
+  // Variables for sources and multi-use activations.
+  tensor_var_.assign(g.tensors.size(), -1);
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& tensor = g.tensors[t];
+    const auto& u = uses[t];
+    VarKind kind;
+    if (tensor.kind == TensorKind::Parameter && !u.empty()) {
+      kind = VarKind::Parameter;
+    } else if (tensor.kind == TensorKind::Input && !u.empty()) {
+      kind = VarKind::Input;
+    } else if (tensor.kind == TensorKind::Activation && u.size() + (is_output_[t] ? 1 : 0) > 1) {
+      kind = VarKind::Tensor;
+    } else {
+      continue;
+    }
+    std::vector<Layout> layouts;
+    if (kind == VarKind::Tensor) {
+      const Node& p = g.nodes[static_cast<size_t>(tensor.producer)];
+      int slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), static_cast<int>(t)) - p.outputs.begin());
+      for (const auto& c : vars_[static_cast<size_t>(tensor.producer)].op_configs) add_unique(layouts, c.outputs[static_cast<size_t>(slot)]);
+    }
+    for (auto [n, i] : u)
+      for (const auto& c : vars_[static_cast<size_t>(n)].op_configs) add_unique(layouts, c.inputs[static_cast<size_t>(i)]);
+    Variable v;
+    v.kind = kind;
+    v.tensor = static_cast<int>(t);
+    v.name = std::string(kind == VarKind::Parameter ? "param:" : kind == VarKind::Input ? "input:" : "tensor:") + tensor.name;
+    for (const Layout& l : layouts) {
+      bool replicated_axis = std::any_of(l.placements().begin(), l.placements().end(),
+                                         [](const Placement& p) { return p.is_replicate(); });
+      int levels = kind == VarKind::Parameter && options_.zero && replicated_axis && mesh_.size() > 1 &&
+                           !tensor.shape.empty()
+                       ? 3
+                       : 1;
+      for (int z = 0; z < levels; ++z) {
+        VarConfig c;
+        c.layout = l;
+        c.zero = z;
+        c.name = l.str() + (z ? " zero-" + std::to_string(z) : "");
+        v.configs.push_back(c);
+      }
+    }
+    tensor_var_[t] = static_cast<int>(vars_.size());
+    vars_.push_back(std::move(v));
+  }
+  // Links.
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    const Node& node = g.nodes[n];
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      int t = node.inputs[i];
+      if (t < 0) continue;
+      const Tensor& tensor = g.tensors[static_cast<size_t>(t)];
+      Link l;
+      l.to = static_cast<int>(n);
+      l.to_slot = static_cast<int>(i);
+      l.tensor = t;
+      l.gradient = node_costs_[n].input_grad[i];
+      l.to_keeps = contains(node_costs_[n].saved, t);
+      if (tensor_var_[static_cast<size_t>(t)] >= 0) {
+        l.from = tensor_var_[static_cast<size_t>(t)];
+      } else if (tensor.kind == TensorKind::Activation) {
+        l.from = tensor.producer;
+      } else {
+        continue;  // buffers and constants: charged at the reader
+      }
+      if (tensor.kind == TensorKind::Activation && l.from == tensor.producer) {
+        const Node& p = g.nodes[static_cast<size_t>(tensor.producer)];
+        l.from_slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
+        l.from_keeps = contains(node_costs_[static_cast<size_t>(tensor.producer)].saved, t);
+      }
+      links_.push_back(l);
+    }
+  }
+  // Producer -> tensor variable links.
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    int tv = tensor_var_[t];
+    if (tv < 0 || vars_[static_cast<size_t>(tv)].kind != VarKind::Tensor) continue;
+    int p = g.tensors[t].producer;
+    const Node& pn = g.nodes[static_cast<size_t>(p)];
+    Link l;
+    l.from = p;
+    l.from_slot = static_cast<int>(std::find(pn.outputs.begin(), pn.outputs.end(), static_cast<int>(t)) - pn.outputs.begin());
+    l.to = tv;
+    l.tensor = static_cast<int>(t);
+    l.from_keeps = contains(node_costs_[static_cast<size_t>(p)].saved, static_cast<int>(t));
+    for (auto [n, i] : uses[t]) l.gradient = l.gradient || node_costs_[static_cast<size_t>(n)].input_grad[static_cast<size_t>(i)];
+    links_.push_back(l);
+  }
+  // Recompute: ops whose outputs all go straight to op readers and that keep something.
+  std::vector<int> direct_readers(g.tensors.size(), 0);
+  for (const Link& l : links_)
+    if (l.from_slot >= 0 && vars_[static_cast<size_t>(l.to)].kind == VarKind::Op) ++direct_readers[static_cast<size_t>(l.tensor)];
+  for (size_t n = 0; n < g.nodes.size(); ++n) {
+    Variable& v = vars_[n];
+    bool keeps = false, direct = true;
+    for (const Saved& s : node_costs_[n].saved) {
+      bool is_output = std::find(g.nodes[n].outputs.begin(), g.nodes[n].outputs.end(), s.tensor) != g.nodes[n].outputs.end();
+      keeps = keeps || s.tensor < 0 || is_output;
+    }
+    for (int t : g.nodes[n].outputs)
+      if (t >= 0) direct = direct && !is_output_[static_cast<size_t>(t)] && tensor_var_[static_cast<size_t>(t)] < 0 &&
+                          direct_readers[static_cast<size_t>(t)] > 0;
+    v.may_recompute = options_.recompute && keeps && direct;
+    for (size_t k = 0; k < v.op_configs.size(); ++k) {
+      for (int r = 0; r < (v.may_recompute ? 2 : 1); ++r) {
+        VarConfig c;
+        c.op_config = static_cast<int>(k);
+        c.recompute = r == 1;
+        c.name = v.op_configs[k].str(v.space) + (r ? " recompute" : "");
+        v.configs.push_back(c);
+      }
+    }
+  }
+  linked_.assign(g.tensors.size(), false);
+  needed_.assign(g.tensors.size(), false);
+  for (const Link& l : links_) {
+    if (l.from_slot >= 0) linked_[static_cast<size_t>(l.tensor)] = true;
+    bool reader_recomputes = vars_[static_cast<size_t>(l.to)].may_recompute;
+    if (l.from_keeps || l.to_keeps || reader_recomputes) needed_[static_cast<size_t>(l.tensor)] = true;
+  }
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    if (!by_name_.emplace(vars_[i].name, static_cast<int>(i)).second) {
+      // Duplicate node names: disambiguate by index, keeping names unique and stable.
+      vars_[i].name += "#" + std::to_string(i);
+      by_name_.emplace(vars_[i].name, static_cast<int>(i));
+    }
+  }
+  // The Problem.
+  building_ = true;
+  var_terms_.resize(vars_.size());
+  problem_.node_cost.resize(vars_.size());
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    for (size_t k = 0; k < vars_[i].configs.size(); ++k) {
+      const Variable& v = vars_[i];
+      const VarConfig& c = v.configs[k];
+      Breakdown b;
+      switch (v.kind) {
+        case VarKind::Op: b = op_terms(v, c); break;
+        case VarKind::Parameter: b = parameter_terms(v, c); break;
+        case VarKind::Input: b[Term::DataInputs] = static_cast<double>(local_bytes(v.tensor, c.layout)); break;
+        case VarKind::Tensor: b = tensor_terms(v, c); break;
+      }
+      var_terms_[i].push_back(b);
+      problem_.node_cost[i].push_back({b.time(), b.memory()});
+    }
+  }
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    Problem::Edge edge;
+    edge.u = l.from;
+    edge.v = l.to;
+    int ku = static_cast<int>(vars_[static_cast<size_t>(l.from)].configs.size());
+    int kv = static_cast<int>(vars_[static_cast<size_t>(l.to)].configs.size());
+    edge.cost.reserve(static_cast<size_t>(ku) * static_cast<size_t>(kv));
+    for (int a = 0; a < ku; ++a)
+      for (int b = 0; b < kv; ++b) {
+        Breakdown t = link_terms(static_cast<int>(e), a, b);
+        edge.cost.push_back({t.time(), t.memory()});
+      }
+    problem_.edges.push_back(std::move(edge));
+  }
+  building_ = false;
+  validate(problem_);
+}
+
+int StrategySpace::find_variable(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? -1 : it->second;
+}
+
+int64_t StrategySpace::local_bytes(int tensor, const Layout& layout) const {
+  const Tensor& t = graph_->tensors[static_cast<size_t>(tensor)];
+  return max_local_bytes(t.shape, options_.training.element_bytes(t), layout, mesh_);
+}
+
+const Layout& StrategySpace::from_layout(const Link& l, int config) const {
+  const Variable& v = vars_[static_cast<size_t>(l.from)];
+  const VarConfig& c = v.configs[static_cast<size_t>(config)];
+  if (v.kind == VarKind::Op) return v.op_configs[static_cast<size_t>(c.op_config)].outputs[static_cast<size_t>(l.from_slot)];
+  return c.layout;
+}
+
+const Layout& StrategySpace::to_layout(const Link& l, int config) const {
+  const Variable& v = vars_[static_cast<size_t>(l.to)];
+  const VarConfig& c = v.configs[static_cast<size_t>(config)];
+  if (v.kind == VarKind::Op) return v.op_configs[static_cast<size_t>(c.op_config)].inputs[static_cast<size_t>(l.to_slot)];
+  return c.layout;
+}
+
+bool StrategySpace::recomputes(int var, int config) const {
+  const Variable& v = vars_[static_cast<size_t>(var)];
+  return v.kind == VarKind::Op && v.configs[static_cast<size_t>(config)].recompute;
+}
+
+StrategySpace::CommCost StrategySpace::transition(int tensor, const Layout& from, const Layout& to, bool gradient) const {
+  const Tensor& t = graph_->tensors[static_cast<size_t>(tensor)];
+  int eb = options_.training.element_bytes(t);
+  std::string key = shape_str(t.shape) + ":" + std::to_string(eb) + from.str() + to.str() + (gradient ? "g" : "");
+  if (auto it = comm_cache_.find(key); it != comm_cache_.end()) return it->second;
+  CommCost c;
+  RedistributePlan plan = redistribute(t.shape, eb, from, to, mesh_);
+  for (const Step& s : plan.steps)
+    if (is_collective(s.kind)) c.forward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
+  if (gradient) {
+    for (const Step& s : backward_plan(plan, mesh_).steps)
+      if (is_collective(s.kind)) c.backward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
+  }
+  if (building_) comm_cache_.emplace(std::move(key), c);
+  return c;
+}
+
+void StrategySpace::add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const {
+  for (int k = 0; k < 4; ++k) b[comm_term(p, static_cast<StepKind>(k))] += times[static_cast<size_t>(k)];
+}
+
+void StrategySpace::add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const {
+  for (const Step& s : plan.steps)
+    if (is_collective(s.kind)) b[comm_term(p, s.kind)] += step_time(s, mesh_);
+}
+
+Breakdown StrategySpace::loss_terms(int tensor, const Layout& layout) const {
+  // The loss reads the output whole on every device of an axis holding partial sums.
+  Breakdown b;
+  std::vector<Placement> reduced = layout.placements();
+  for (auto& p : reduced)
+    if (p.is_partial()) p = Placement::replicate();
+  if (Layout(reduced) != layout) {
+    CommCost c = transition(tensor, layout, Layout(reduced), requires_grad_[static_cast<size_t>(tensor)]);
+    add_comm(b, Purpose::Forward, c.forward);
+    add_comm(b, Purpose::Backward, c.backward);
+  }
+  b[Term::Activations] += static_cast<double>(local_bytes(tensor, Layout(reduced)));
+  return b;
+}
+
+Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
+  const Graph& g = *graph_;
+  const Node& node = g.nodes[static_cast<size_t>(v.node)];
+  const NodeCost& nc = node_costs_[static_cast<size_t>(v.node)];
+  const OpConfig& oc = v.op_configs[static_cast<size_t>(c.op_config)];
+  Breakdown b;
+  double parts = 1;
+  for (size_t a = 0; a < oc.axis_dim.size(); ++a)
+    if (oc.axis_dim[a] >= 0) parts *= mesh_.axis(static_cast<int>(a)).size;
+
+  ShardWork w;
+  w.node = &node;
+  w.tensor_core = is_tensor_core_op(node.op_type);
+  w.fwd_flops = nc.fwd_flops / parts;
+  w.bwd_flops = nc.bwd_flops / parts;
+  w.has_backward = std::any_of(nc.input_grad.begin(), nc.input_grad.end(), [](bool x) { return x; });
+  double local_io = 0;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    int t = node.inputs[i];
+    if (t < 0) {
+      w.local_inputs.emplace_back();
+      continue;
+    }
+    const Tensor& tensor = g.tensors[static_cast<size_t>(t)];
+    w.local_inputs.push_back(max_local_shape(tensor.shape, oc.inputs[i], mesh_));
+    double bytes = static_cast<double>(local_bytes(t, oc.inputs[i]));
+    local_io += bytes;
+    if (tensor.kind == TensorKind::Buffer || tensor.kind == TensorKind::Constant) b[Term::Buffers] += bytes;
+  }
+  for (size_t o = 0; o < node.outputs.size(); ++o)
+    if (node.outputs[o] >= 0) local_io += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
+  double global_io = static_cast<double>(nc.bytes.fwd_read + nc.bytes.fwd_write);
+  w.fwd_bytes = local_io;
+  w.bwd_bytes = global_io > 0 ? static_cast<double>(nc.bytes.bwd_read + nc.bytes.bwd_write) * local_io / global_io : 0;
+  OpTime time = compute_->op_time(w);
+  b[Term::ComputeForward] = time.forward;
+  b[Term::ComputeBackward] = time.backward;
+  if (c.recompute) b[Term::Recompute] = time.forward;
+
+  if (!c.recompute) {
+    for (const Saved& s : nc.saved) {
+      if (s.tensor < 0) {
+        b[Term::Activations] += static_cast<double>(s.bytes) / parts;
+        continue;
+      }
+      // A kept input is charged at its link; a kept output at its links, or here if it has none.
+      auto out = std::find(node.outputs.begin(), node.outputs.end(), s.tensor);
+      bool is_input = std::find(node.inputs.begin(), node.inputs.end(), s.tensor) != node.inputs.end();
+      if (out == node.outputs.end()) {
+        if (!is_input) b[Term::Activations] += static_cast<double>(g.tensors[static_cast<size_t>(s.tensor)].bytes()) / parts;
+        continue;
+      }
+      if (!linked_[static_cast<size_t>(s.tensor)] && !is_output_[static_cast<size_t>(s.tensor)])
+        b[Term::Activations] += static_cast<double>(local_bytes(s.tensor, oc.outputs[static_cast<size_t>(out - node.outputs.begin())]));
+    }
+  }
+  // Graph outputs not read by any op: held by the loss (once, covering the producer's own keep).
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    int t = node.outputs[o];
+    if (t >= 0 && is_output_[static_cast<size_t>(t)] && tensor_var_[static_cast<size_t>(t)] < 0) b += loss_terms(t, oc.outputs[o]);
+  }
+  return b;
+}
+
+Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) const {
+  const Tensor& t = graph_->tensors[static_cast<size_t>(v.tensor)];
+  const Training& tr = options_.training;
+  Breakdown b;
+  double elements = static_cast<double>(numel(max_local_shape(t.shape, c.layout, mesh_)));
+  int replicas = 1;
+  for (int a = 0; a < mesh_.ndim(); ++a)
+    if (c.layout[a].is_replicate()) replicas *= mesh_.axis(a).size;
+  double grad_div = c.zero >= 2 ? replicas : 1;
+  double state_div = c.zero >= 1 ? replicas : 1;
+  b[Term::Weights] = elements * tr.weight_bytes();
+  b[Term::Gradients] = elements * tr.gradient_bytes() / grad_div;
+  b[Term::OptimizerState] = elements * tr.optimizer_state_bytes() / state_div;
+  double updated = elements / state_div;
+  b[Term::OptimizerStep] =
+      compute_->stream_time(updated * (2.0 * tr.weight_bytes() + tr.gradient_bytes() + 2.0 * tr.optimizer_state_bytes()));
+  if (replicas > 1) {
+    Layout grad = gradient_layout(c.layout);
+    if (c.zero == 0) {
+      add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.gradient_bytes(), grad, c.layout, mesh_));
+    } else {
+      // Reduce-scatter the gradient over the replicating axes along the largest dimension, update
+      // the shard, all-gather the updated weights.
+      int dim = static_cast<int>(std::max_element(t.shape.begin(), t.shape.end()) - t.shape.begin());
+      std::vector<Placement> sharded = c.layout.placements();
+      for (auto& p : sharded)
+        if (p.is_replicate()) p = Placement::shard(dim);
+      add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.gradient_bytes(), grad, Layout(sharded), mesh_));
+      add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.weight_bytes(), Layout(sharded), c.layout, mesh_));
+    }
+  }
+  return b;
+}
+
+Breakdown StrategySpace::tensor_terms(const Variable& v, const VarConfig& c) const {
+  Breakdown b;
+  bool needed = needed_[static_cast<size_t>(v.tensor)];
+  bool partial = std::any_of(c.layout.placements().begin(), c.layout.placements().end(),
+                             [](const Placement& p) { return p.is_partial(); });
+  if (is_output_[static_cast<size_t>(v.tensor)]) {
+    b += loss_terms(v.tensor, c.layout);  // the loss holds the reduced copy; a partial one is another
+    if (needed && partial) b[Term::Activations] += static_cast<double>(local_bytes(v.tensor, c.layout));
+  } else if (needed) {
+    b[Term::Activations] += static_cast<double>(local_bytes(v.tensor, c.layout));
+  }
+  return b;
+}
+
+Breakdown StrategySpace::variable_terms(int var, int config) const {
+  return var_terms_.at(static_cast<size_t>(var)).at(static_cast<size_t>(config));
+}
+
+Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) const {
+  const Link& l = links_.at(static_cast<size_t>(link));
+  const Layout& lf = from_layout(l, from_config);
+  const Layout& lt = to_layout(l, to_config);
+  const Variable& from = vars_[static_cast<size_t>(l.from)];
+  const Variable& to = vars_[static_cast<size_t>(l.to)];
+  Breakdown b;
+  bool same = lf == lt;
+  CommCost comm;
+  if (!same) {
+    comm = transition(l.tensor, lf, lt, l.gradient);
+    add_comm(b, Purpose::Forward, comm.forward);
+    add_comm(b, Purpose::Backward, comm.backward);
+  }
+  bool to_needs = l.to_keeps || recomputes(l.to, to_config);
+  auto bytes = [&](const Layout& layout) { return static_cast<double>(local_bytes(l.tensor, layout)); };
+  if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
+    if (!recomputes(l.from, from_config)) {
+      if (l.from_keeps) b[Term::Activations] += bytes(lf);
+      if (to_needs && !(l.from_keeps && same)) b[Term::Activations] += bytes(lt);
+    } else if (to_needs && !same) {
+      add_comm(b, Purpose::Backward, comm.forward);  // regenerated, then redistributed again
+    }
+  } else if (from.kind == VarKind::Op) {  // producer -> tensor variable
+    if (l.from_keeps && !same) b[Term::Activations] += bytes(lf);
+  } else if (from.kind != VarKind::Parameter) {  // input or tensor variable -> reader
+    if (to_needs && !same) b[Term::Activations] += bytes(lt);
+  }
+  return b;
+}
+
+double StrategySpace::workspace(const std::vector<int>& assignment) const {
+  TO_CHECK(assignment.size() == vars_.size());
+  double most = 0;
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    const Variable& v = vars_[i];
+    if (v.kind != VarKind::Op) continue;
+    const NodeCost& nc = node_costs_[static_cast<size_t>(v.node)];
+    const OpConfig& oc = v.op_configs[static_cast<size_t>(v.configs[static_cast<size_t>(assignment[i])].op_config)];
+    const Node& node = graph_->nodes[static_cast<size_t>(v.node)];
+    double w = 0;
+    bool backward = false;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      if (node.inputs[k] >= 0 && nc.input_grad[k]) {
+        w += static_cast<double>(local_bytes(node.inputs[k], oc.inputs[k]));
+        backward = true;
+      }
+    }
+    if (!backward) continue;
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      if (node.outputs[o] >= 0 && requires_grad_[static_cast<size_t>(node.outputs[o])])
+        w += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
+    most = std::max(most, w);
+  }
+  return most;
+}
+
+Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {
+  TO_CHECK(assignment.size() == vars_.size());
+  Breakdown b;
+  for (size_t i = 0; i < vars_.size(); ++i) b += variable_terms(static_cast<int>(i), assignment[i]);
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    b += link_terms(static_cast<int>(e), assignment[static_cast<size_t>(l.from)], assignment[static_cast<size_t>(l.to)]);
+  }
+  b[Term::Workspace] = workspace(assignment);
+  return b;
+}
+
+Cost StrategySpace::cost(const std::vector<int>& assignment) const {
+  Cost c = evaluate(problem_, assignment);
+  c.memory += workspace(assignment);
+  return c;
+}
+
+}  // namespace tensoropt::planner

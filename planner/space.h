@@ -1,0 +1,185 @@
+// The strategy space of one model on one device mesh, as an FT Problem (DESIGN.md "Cost").
+//
+// Variables (the Problem's nodes), one per:
+//   op         every graph node; configurations = enumerate_configs (planner/op_configs.h), each
+//              also with "recompute" when the op may recompute (below)
+//   parameter  every trainable parameter read by an op; configurations = the layouts its readers'
+//              configurations ask for, each with ZeRO level 0, 1 or 2 when some mesh axis
+//              replicates it (the parameter's storage; readers redistribute from it)
+//   input      every data input; configurations = the layouts its readers ask for
+//   tensor     every activation read more than once (or read and also a graph output);
+//              configurations = the layouts its producer and readers use. It is the one copy the
+//              readers redistribute from, so a fork (attention's Q/K/V) moves data once per layout.
+// Links (the Problem's edges), one per use of a tensor: producer -> reader, carrying the
+// redistribution (planner/redistribute.h) from the producer's layout to the reader's and, when a
+// gradient flows back, its backward_plan.
+//
+// Cost terms (Breakdown), all sums over variables and links, so FT is exact on them:
+//   compute    roofline of the local shard per op, forward and backward (planner/compute_model.h);
+//              a recomputed op pays its forward again
+//   comm       every redistribution step's alpha-beta time (planner/collectives.h), by purpose
+//              (forward, backward, gradient synchronisation) and kind
+//   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
+//   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-1 divides
+//              the optimizer state, ZeRO-2 also the gradients, by the replicating axes' sizes);
+//              activations saved for backward in the layouts they are saved in; data inputs;
+//              buffers and constants as each reader holds them
+// plus one term outside the sum, workspace(): the largest transient of one op's backward (its
+// output and input gradients), added to a strategy's memory after FT (see docs/cost-model.md).
+//
+// Saved activations. Tensor t produced by u and read by w: u keeps t in u's output layout if u's
+// backward needs it; w keeps t in w's input layout if w's backward needs it or w recomputes, except
+// when that is the same copy as u's (same layout, u keeps it). For a tensor variable T the copy in
+// T's layout is charged once at T when anyone might need it, and copies in other layouts at the
+// links that make them. Views (Reshape, ...) are counted as copies: conservative.
+// Recompute. An op u "recomputes" when none of its outputs is a graph output or read through a
+// tensor variable and it keeps something (its outputs or extras such as dropout masks): u then
+// keeps nothing, pays its forward compute again in backward (and the redistribution to readers
+// that keep its output), and its inputs must be kept (charged at its input links), as activation
+// checkpointing of a one-op segment; chains of recomputing ops regenerate each other.
+// Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
+//
+// Thread-safety: immutable after build; const methods safe from many threads.
+// Errors: InputError for a model the space cannot handle (e.g. a tensor with no layout in common).
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/ir.h"
+#include "graph/summary.h"
+#include "planner/compute_model.h"
+#include "planner/op_configs.h"
+#include "planner/problem.h"
+#include "planner/redistribute.h"
+#include "planner/training.h"
+
+namespace tensoropt::planner {
+
+enum class Purpose : uint8_t { Forward, Backward, Gradient };
+
+// Every term of a cost, seconds first, then bytes.
+enum class Term : uint8_t {
+  ComputeForward, ComputeBackward, Recompute, OptimizerStep,
+  // communication: 3 purposes x 4 collective kinds, in Purpose then StepKind order
+  CommFirst, CommLast = CommFirst + 11,
+  Weights, Gradients, OptimizerState, Activations, DataInputs, Buffers, Workspace,
+  Count
+};
+inline constexpr int kTerms = static_cast<int>(Term::Count);
+Term comm_term(Purpose p, StepKind k);  // REQUIRES: is_collective(k)
+std::string term_name(Term t);          // "compute_forward", "comm_backward_all_gather", "weights", ...
+bool is_time_term(Term t);
+
+struct Breakdown {
+  std::array<double, kTerms> v{};
+  double& operator[](Term t) { return v[static_cast<size_t>(t)]; }
+  double operator[](Term t) const { return v[static_cast<size_t>(t)]; }
+  Breakdown& operator+=(const Breakdown& o);
+  double time() const;    // sum of the time terms
+  double memory() const;  // sum of the memory terms
+};
+
+enum class VarKind : uint8_t { Op, Parameter, Input, Tensor };
+
+struct VarConfig {
+  int op_config = -1;      // op variables: index into Variable::op_configs
+  bool recompute = false;  // op variables
+  Layout layout = Layout({});  // parameter, input and tensor variables
+  int zero = 0;            // parameter variables: ZeRO level
+  std::string name;        // unique within the variable: "b:S0 n:S1", "b:S0 recompute", "[S(0),R] zero-1"
+};
+
+struct Variable {
+  VarKind kind = VarKind::Op;
+  std::string name;  // unique: "op:<node>", "param:<tensor>", "input:<tensor>", "tensor:<tensor>"
+  int node = -1;     // op variables
+  int tensor = -1;   // the other kinds
+  IterSpace space;                  // op variables
+  std::vector<OpConfig> op_configs; // op variables
+  std::vector<VarConfig> configs;
+  bool may_recompute = false;
+  int find_config(const std::string& config_name) const;  // -1 when absent
+};
+
+struct Link {
+  int from = -1, to = -1;  // variables
+  int tensor = -1;
+  int from_slot = -1;      // the producer's output position (op variables)
+  int to_slot = -1;        // the reader's input position (op variables)
+  bool gradient = false;   // a gradient flows back along the link
+  bool from_keeps = false; // the producer op's backward needs the tensor
+  bool to_keeps = false;   // the reader op's backward needs the tensor
+};
+
+struct SpaceOptions {
+  Training training;
+  bool recompute = true;  // offer recompute on ops
+  bool zero = true;       // offer ZeRO-1/2 on parameters
+};
+
+class StrategySpace {
+ public:
+  StrategySpace(const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute, const SpaceOptions& options);
+
+  const Graph& graph() const { return *graph_; }
+  const DeviceMesh& mesh() const { return mesh_; }
+  const SpaceOptions& options() const { return options_; }
+  const Problem& problem() const { return problem_; }
+  const std::vector<Variable>& variables() const { return vars_; }
+  const std::vector<Link>& links() const { return links_; }  // links_[e] is problem().edges[e]
+  int find_variable(const std::string& name) const;          // -1 when absent
+
+  // The terms of one variable's configuration and of one link under its ends' configurations;
+  // the Problem's costs are exactly their time() and memory().
+  Breakdown variable_terms(int var, int config) const;
+  Breakdown link_terms(int link, int from_config, int to_config) const;
+  // The largest backward transient of one op in a strategy (bytes), outside the Problem's sum.
+  double workspace(const std::vector<int>& assignment) const;
+  // Every term of a strategy, workspace included.
+  Breakdown breakdown(const std::vector<int>& assignment) const;
+  // The strategy's (time, memory): evaluate(problem(), assignment) plus workspace(). FT points
+  // are reported with exactly this.
+  Cost cost(const std::vector<int>& assignment) const;
+
+ private:
+  struct CommCost {
+    std::array<double, 4> forward{}, backward{};
+  };
+  const Layout& from_layout(const Link& l, int config) const;
+  const Layout& to_layout(const Link& l, int config) const;
+  bool recomputes(int var, int config) const;
+  int64_t local_bytes(int tensor, const Layout& layout) const;
+  // Forward and backward time per collective kind of one layout transition (memoised while
+  // building: layers repeat, and so do their transitions).
+  CommCost transition(int tensor, const Layout& from, const Layout& to, bool gradient) const;
+  void add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const;
+  void add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const;
+  Breakdown op_terms(const Variable& v, const VarConfig& c) const;
+  Breakdown parameter_terms(const Variable& v, const VarConfig& c) const;
+  Breakdown tensor_terms(const Variable& v, const VarConfig& c) const;
+  Breakdown loss_terms(int tensor, const Layout& layout) const;
+
+  const Graph* graph_;
+  DeviceMesh mesh_;
+  const ComputeModel* compute_;
+  SpaceOptions options_;
+  std::vector<NodeCost> node_costs_;
+  std::vector<bool> requires_grad_;
+  std::vector<bool> is_output_;
+  std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
+  std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links
+  std::vector<bool> needed_;     // per tensor variable's tensor: someone keeps it for backward
+  std::vector<Variable> vars_;
+  std::vector<Link> links_;
+  std::vector<std::vector<Breakdown>> var_terms_;
+  std::unordered_map<std::string, int> by_name_;
+  Problem problem_;
+  bool building_ = false;
+  mutable std::unordered_map<std::string, CommCost> comm_cache_;  // written only while building
+};
+
+}  // namespace tensoropt::planner

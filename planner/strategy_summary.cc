@@ -1,0 +1,73 @@
+#include "planner/strategy_summary.h"
+
+#include <array>
+
+namespace tensoropt::planner {
+
+StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>& assignment) {
+  const Graph& g = space.graph();
+  const DeviceMesh& mesh = space.mesh();
+  StrategyCounts out;
+  // FLOPs per axis on: DP, TP, SP, rep.
+  std::vector<std::array<double, 4>> weight(static_cast<size_t>(mesh.ndim()), std::array<double, 4>{});
+  std::vector<NodeCost> costs = node_costs(g);
+  for (size_t i = 0; i < space.variables().size(); ++i) {
+    const Variable& v = space.variables()[i];
+    const VarConfig& c = v.configs[static_cast<size_t>(assignment[i])];
+    if (v.kind == VarKind::Parameter) {
+      ++out.parameters;
+      out.zero1 += c.zero == 1;
+      out.zero2 += c.zero == 2;
+      continue;
+    }
+    if (v.kind != VarKind::Op) continue;
+    out.recomputed_ops += c.recompute;
+    const Node& node = g.nodes[static_cast<size_t>(v.node)];
+    double flops = costs[static_cast<size_t>(v.node)].fwd_flops + 1;  // +1: ops without FLOPs still vote a little
+    const OpConfig& oc = v.op_configs[static_cast<size_t>(c.op_config)];
+    for (int a = 0; a < mesh.ndim(); ++a) {
+      int d = oc.axis_dim[static_cast<size_t>(a)];
+      int kind = 3;
+      if (d >= 0) {
+        bool with_param = false;
+        for (size_t k = 0; k < node.inputs.size(); ++k) {
+          int t = node.inputs[k];
+          if (t < 0 || g.tensors[static_cast<size_t>(t)].kind != TensorKind::Parameter) continue;
+          for (int dim : v.space.inputs[k]) with_param = with_param || dim == d;
+        }
+        kind = v.space.dims[static_cast<size_t>(d)].role == DimRole::Batch ? 0 : with_param ? 1 : 2;
+      }
+      weight[static_cast<size_t>(a)][static_cast<size_t>(kind)] += flops;
+    }
+  }
+  static const char* names[] = {"DP", "TP", "SP", "rep"};
+  for (const auto& w : weight) {
+    size_t best = 0;
+    for (size_t k = 1; k < 4; ++k)
+      if (w[k] > w[best]) best = k;
+    out.axis_roles.push_back(names[best]);
+  }
+  return out;
+}
+
+std::string summarize_strategy(const StrategySpace& space, const std::vector<int>& assignment) {
+  StrategyCounts c = count_strategy(space, assignment);
+  const DeviceMesh& mesh = space.mesh();
+  std::string s;
+  if (mesh.size() == 1) {
+    s = "1 GPU";
+  } else {
+    for (int a = 0; a < mesh.ndim(); ++a)
+      s += (a ? " x " : "") + c.axis_roles[static_cast<size_t>(a)] + std::to_string(mesh.axis(a).size);
+  }
+  if (c.recomputed_ops) s += ", recompute " + std::to_string(c.recomputed_ops) + " ops";
+  auto zero = [&](int n, int level) {
+    if (n == 0) return;
+    s += ", ZeRO-" + std::to_string(level) + (n == c.parameters ? "" : " on " + std::to_string(n) + "/" + std::to_string(c.parameters) + " params");
+  };
+  zero(c.zero1, 1);
+  zero(c.zero2, 2);
+  return s;
+}
+
+}  // namespace tensoropt::planner
