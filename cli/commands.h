@@ -17,6 +17,40 @@ struct InspectArgs {
 };
 int run_inspect(const InspectArgs& args, std::ostream& out);
 
+struct PlanArgs {
+  std::string model;
+  std::string gpus;                    // --gpus grammar (planner/gpu_counts.h)
+  std::string cluster = "h100-sxm";
+  std::optional<int64_t> batch;        // default: 8 samples per GPU at the largest count
+  std::string optimizer = "adam";
+  std::string dtype = "fp32";
+  std::optional<std::string> memory_budget;  // default: the cluster's usable memory
+  double epsilon = 0;
+  int mesh_axes = 2;
+  bool recompute = true;
+  bool zero = true;
+  std::optional<std::string> json;     // file, or "-" for stdout
+  std::optional<std::string> plot;
+  std::optional<std::string> dump_space;
+  bool baselines = false;
+  int rows = 20;                       // table rows per GPU count; 0: all
+};
+int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err);
+
+struct EvaluateArgs {
+  std::string model;
+  std::string strategy;                // strategy file or plan file
+  std::optional<int> gpus;             // which frontier of a plan file
+  std::optional<int> point;            // which point (default: the chosen one)
+  // For strategy files (a plan file brings its own):
+  std::string cluster = "h100-sxm";
+  std::optional<int64_t> batch;
+  std::string optimizer = "adam";
+  std::string dtype = "fp32";
+  bool json = false;
+};
+int run_evaluate(const EvaluateArgs& args, std::ostream& out);
+
 // The op catalogue as a table; as Markdown for docs/ops.md when `markdown`.
 int run_ops(bool markdown, std::ostream& out);
 

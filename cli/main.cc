@@ -27,6 +27,38 @@ int main(int argc, char** argv) {
   CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX ops with their FLOP formulas");
   ops->add_flag("--markdown", markdown, "Print the table of docs/ops.md");
 
+  cli::PlanArgs plan;
+  CLI::App* pl = app.add_subcommand("plan", "The Pareto frontier of (time per step, memory per GPU) over parallel strategies");
+  pl->add_option("model", plan.model, "ONNX model file")->required();
+  pl->add_option("--gpus,-g", plan.gpus, "GPU counts: 8, a list 1,2,4,8, or a range 1-64 (powers of two)")->required();
+  pl->add_option("--cluster,-c", plan.cluster, "Cluster preset (h100-sxm, a100-80gb-sxm, cpu) or a cluster .json file")
+      ->capture_default_str();
+  pl->add_option("--batch,-b", plan.batch, "Global batch size (default: 8 per GPU at the largest count)")->check(CLI::PositiveNumber);
+  pl->add_option("--optimizer", plan.optimizer, "sgd, momentum or adam")->capture_default_str();
+  pl->add_option("--dtype", plan.dtype, "fp32, or bf16 (mixed precision, fp32 master weights)")->capture_default_str();
+  pl->add_option("--memory-budget", plan.memory_budget, "Memory per GPU the chosen point must fit, e.g. 60GiB (default: GPU memory less the cluster's reserve)");
+  pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")->capture_default_str();
+  pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str();
+  pl->add_flag("!--no-recompute", plan.recompute, "Do not consider recomputing activations");
+  pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-1/2 sharding of optimizer state and gradients");
+  pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
+  pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
+  pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");
+  pl->add_flag("--baselines", plan.baselines, "Also cost data parallel, ZeRO-2 and Megatron-style tensor parallel");
+  pl->add_option("--rows", plan.rows, "Table rows per GPU count (0: all)")->capture_default_str();
+
+  cli::EvaluateArgs eval;
+  CLI::App* ev = app.add_subcommand("evaluate", "The cost of one strategy, with its breakdown");
+  ev->add_option("model", eval.model, "ONNX model file")->required();
+  ev->add_option("--strategy,-s", eval.strategy, "A plan file (plan --json) or a strategy file (docs/plan-format.md)")->required();
+  ev->add_option("--gpus,-g", eval.gpus, "With a plan file of several GPU counts: which frontier");
+  ev->add_option("--point,-p", eval.point, "With a plan file: which point (default: the chosen one)");
+  ev->add_option("--cluster,-c", eval.cluster, "With a strategy file: cluster preset or .json")->capture_default_str();
+  ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size")->check(CLI::PositiveNumber);
+  ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum or adam")->capture_default_str();
+  ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16")->capture_default_str();
+  ev->add_flag("--json", eval.json, "Print JSON");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -49,6 +81,8 @@ int main(int argc, char** argv) {
       return cli::run_inspect(inspect, std::cout);
     }
     if (*ops) return cli::run_ops(markdown, std::cout);
+    if (*pl) return cli::run_plan(plan, std::cout, std::cerr);
+    if (*ev) return cli::run_evaluate(eval, std::cout);
     std::cout << app.help();
     return 2;
   } catch (const InputError& e) {

@@ -160,7 +160,10 @@ std::string render_svg(const PlotSpec& spec) {
   if (empty) tmin = 0, tmax = 0.1, mmax = 1024.0 * 1024 * 1024;
   const double budget = spec.memory_budget_bytes.value_or(-1);  // plain double: GCC 12 misjudges optional
   const bool has_budget = usable_value(budget);
-  if (has_budget) mmax = std::max(mmax, budget);
+  // A budget far above every point would squash the data into the bottom of the chart: then it is
+  // named in the legend only.
+  const bool budget_drawn = has_budget && (empty || budget <= 2 * mmax);
+  if (budget_drawn) mmax = std::max(mmax, budget);
   Axis ax = make_axis(tmin, tmax, false, {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}});
   Axis ay = make_axis(0, mmax, true, {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}});
   auto px = [&](double t) { return kLeft + ax.frac(t) * kWidth; };
@@ -206,7 +209,7 @@ std::string render_svg(const PlotSpec& spec) {
   // Everything drawn on the plot leaves a box; a baseline's label goes beside it only if it hits none.
   std::vector<Box> taken;
   auto take = [&](double x, double y, double r) { taken.push_back({x - r, y - r, x + r, y + r}); };
-  if (has_budget) {
+  if (budget_drawn) {
     double y = py(budget);
     std::string label = "memory budget " + bytes_human(budget);
     s += line(kLeft, y, x_end, y, "class=\"budget\" " + kBudgetStroke);
@@ -287,9 +290,11 @@ std::string render_svg(const PlotSpec& spec) {
     s += circle(lx + 13, y, 8, kChosenStroke);
     s += text(lx + 36, y + 4, chosen_label, 12), y += 22;
   }
-  if (has_budget) {
+  if (budget_drawn) {
     s += line(lx, y, lx + 26, y, kBudgetStroke);
     s += text(lx + 36, y + 4, "memory budget", 12);
+  } else if (has_budget) {
+    s += text(lx, y + 4, "memory budget " + bytes_human(budget) + ", above the chart", 12);
   }
   s += "</g>\n</svg>\n";
   return s;

@@ -42,7 +42,8 @@ struct PlotSpec {
   std::vector<PlotCurve> curves;
   std::vector<PlotMarker> markers;            // baselines
   std::optional<PlotPoint> chosen;            // the point picked for the memory budget, ringed
-  std::optional<double> memory_budget_bytes;  // dashed horizontal line, labelled
+  std::optional<double> memory_budget_bytes;  // dashed horizontal line, labelled; only named in the
+                                              // legend when above twice the highest point
 };
 
 // A complete standalone SVG document (UTF-8, starts with "<svg", ends with "</svg>\n").

@@ -116,6 +116,16 @@ Cluster load_cluster(const std::string& name_or_path) {
   }
 }
 
+Cluster parse_cluster(const std::string& json_text, const std::string& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+    return from_json(j, where);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(where + ": " + e.what());
+  }
+}
+
 std::string cluster_json(const Cluster& c) {
   nlohmann::ordered_json j;
   j["name"] = c.name;

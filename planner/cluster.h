@@ -46,6 +46,8 @@ struct Cluster {
 std::vector<std::string> cluster_presets();
 // A preset by name, or a JSON file when `name_or_path` ends in ".json".
 Cluster load_cluster(const std::string& name_or_path);
+// A cluster from the JSON text of a cluster file; `where` names it in errors.
+Cluster parse_cluster(const std::string& json_text, const std::string& where);
 // The JSON form of a cluster (what a file holds; what plan files record).
 std::string cluster_json(const Cluster& c);
 

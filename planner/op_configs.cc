@@ -50,7 +50,8 @@ std::string OpConfig::str(const IterSpace& space) const {
   return s.empty() ? "replicate" : s;
 }
 
-std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh) {
+std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh,
+                                        const std::vector<bool>& output_used) {
   std::vector<int> candidates;
   for (size_t d = 0; d < space.dims.size(); ++d) {
     if (splittable(space.dims[d].role)) candidates.push_back(static_cast<int>(d));
@@ -76,7 +77,13 @@ std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh
     }
     if (ok) {
       for (const auto& in : space.inputs) c.inputs.push_back(operand_layout(in, c.axis_dim, space, false, ok));
-      for (const auto& o : space.outputs) c.outputs.push_back(operand_layout(o, c.axis_dim, space, true, ok));
+      for (size_t o = 0; o < space.outputs.size(); ++o) {
+        if (o < output_used.size() && !output_used[o]) {
+          c.outputs.push_back(Layout::replicated(axes));
+        } else {
+          c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, ok));
+        }
+      }
     }
     if (ok) out.push_back(std::move(c));
     int m = axes - 1;

@@ -33,6 +33,10 @@ struct OpConfig {
   std::string str(const IterSpace& space) const;
 };
 
-std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh);
+// `output_used[o]` false marks an output nothing reads (BatchNormalization's updated running
+// statistics, say): it never rules a configuration out and is given R (each device keeps its own,
+// as data-parallel frameworks do). Empty: every output is used.
+std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh,
+                                        const std::vector<bool>& output_used = {});
 
 }  // namespace tensoropt::planner

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
 
 #include "graph/error.h"
 #include "planner/collectives.h"
@@ -99,7 +100,12 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     v.space = op_space(OpView(g, node));
     if (v.space.inputs.size() != node.inputs.size() || v.space.outputs.size() != node.outputs.size())
       throw InternalError(node.label() + ": iteration space has " + std::to_string(v.space.inputs.size()) + " inputs, " + std::to_string(v.space.outputs.size()) + " outputs");
-    v.op_configs = enumerate_configs(v.space, mesh_);
+    std::vector<bool> used(node.outputs.size(), false);
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      int t = node.outputs[o];
+      used[o] = t >= 0 && (!uses[static_cast<size_t>(t)].empty() || is_output_[static_cast<size_t>(t)]);
+    }
+    v.op_configs = enumerate_configs(v.space, mesh_, used);
     TO_CHECK(!v.op_configs.empty());
     vars_.push_back(std::move(v));
   }
@@ -524,7 +530,12 @@ Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {
 }
 
 Cost StrategySpace::cost(const std::vector<int>& assignment) const {
-  Cost c = evaluate(problem_, assignment);
+  if (assignment.size() != vars_.size()) throw std::invalid_argument("strategy: one configuration per variable needed");
+  for (size_t i = 0; i < vars_.size(); ++i)
+    if (assignment[i] < 0 || assignment[i] >= static_cast<int>(vars_[i].configs.size()))
+      throw std::invalid_argument("strategy: configuration out of range for " + vars_[i].name);
+  // The Problem was validated when built; the sum is evaluate()'s own.
+  Cost c = detail::evaluate_unchecked(problem_, assignment);
   c.memory += workspace(assignment);
   return c;
 }

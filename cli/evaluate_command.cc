@@ -1,0 +1,89 @@
+// `tensoropt evaluate`: the cost of one given strategy (a plan file's point, or a hand-written
+// strategy file), with every term of its breakdown.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <ostream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "graph/error.h"
+#include "graph/import.h"
+#include "planner/plan_file.h"
+#include "planner/strategy_summary.h"
+
+namespace tensoropt::cli {
+
+using namespace planner;
+
+int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
+  StoredStrategy stored = read_strategy(args.strategy, args.gpus, args.point);
+  PlanSettings s;
+  if (stored.settings) {
+    s = *stored.settings;
+    std::string hash = file_hash(args.model);
+    if (hash != s.model_hash)
+      throw InputError(args.model + ": not the model the plan was made for (" + s.model_path + ", fnv1a64 " + s.model_hash + ")");
+  } else {
+    s.cluster = load_cluster(args.cluster);
+    s.training.precision = parse_precision(args.dtype);
+    s.training.optimizer = parse_optimizer(args.optimizer);
+    if (!args.batch) throw InputError("--batch is needed with a strategy file (a plan file records its own)");
+    s.batch = *args.batch;
+  }
+  ImportOptions io;
+  io.batch = s.batch;
+  Graph graph = import_onnx_file(args.model, io);
+  AnalyticCompute compute(s.cluster, s.training.precision);
+  SpaceOptions so;
+  so.training = s.training;
+  so.recompute = s.recompute;
+  so.zero = s.zero;
+  StrategySpace space(graph, DeviceMesh::with_shape(s.cluster, stored.mesh), compute, so);
+  std::vector<int> assignment = resolve_strategy(stored, space);
+  Cost cost = space.cost(assignment);
+  Breakdown b = space.breakdown(assignment);
+  bool matches = stored.recorded && stored.recorded->time == cost.time && stored.recorded->memory == cost.memory;
+
+  if (args.json) {
+    nlohmann::ordered_json j;
+    j["strategy"] = stored.where;
+    j["mesh"] = stored.mesh;
+    j["time_s"] = cost.time;
+    j["memory_bytes"] = cost.memory;
+    j["samples_per_s"] = static_cast<double>(s.batch) / cost.time;
+    j["summary"] = summarize_strategy(space, assignment);
+    for (int i = 0; i < kTerms; ++i) {
+      Term t = static_cast<Term>(i);
+      j["breakdown"][term_name(t) + (is_time_term(t) ? "_s" : "_bytes")] = b[t];
+    }
+    if (stored.recorded) j["matches_plan"] = matches;
+    out << j.dump(2) << "\n";
+    return 0;
+  }
+  out << "strategy  " << stored.where << ", mesh " << space.mesh().str() << "\n";
+  out << "summary   " << summarize_strategy(space, assignment) << "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "time      %s per step, %.1f samples/s (batch %lld)\n", seconds_human(cost.time).c_str(),
+                static_cast<double>(s.batch) / cost.time, static_cast<long long>(s.batch));
+  out << line;
+  for (int i = 0; i < kTerms; ++i) {
+    Term t = static_cast<Term>(i);
+    if (!is_time_term(t) || b[t] == 0) continue;
+    std::snprintf(line, sizeof line, "  %-36s %12s\n", term_name(t).c_str(), seconds_human(b[t]).c_str());
+    out << line;
+  }
+  out << "memory    " << bytes_human(cost.memory) << " per GPU\n";
+  for (int i = 0; i < kTerms; ++i) {
+    Term t = static_cast<Term>(i);
+    if (is_time_term(t) || b[t] == 0) continue;
+    std::snprintf(line, sizeof line, "  %-36s %12s\n", term_name(t).c_str(), bytes_human(b[t]).c_str());
+    out << line;
+  }
+  if (stored.recorded)
+    out << (matches ? "matches the plan's cost of this point exactly\n"
+                    : "DIFFERS from the plan's recorded cost (" + seconds_human(stored.recorded->time) + ", " +
+                          bytes_human(stored.recorded->memory) + "): was the plan made by another tensoropt version?\n");
+  return 0;
+}
+
+}  // namespace tensoropt::cli

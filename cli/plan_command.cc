@@ -1,0 +1,206 @@
+// `tensoropt plan`: the Pareto frontier of (time per step, memory per GPU) for each GPU count, as a
+// table, a JSON plan file and a plot, with the point chosen for the memory budget.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/format.h"
+#include "cli/plot_svg.h"
+#include "graph/error.h"
+#include "graph/import.h"
+#include "planner/gpu_counts.h"
+#include "planner/plan_file.h"
+#include "planner/strategy_summary.h"
+
+namespace tensoropt::cli {
+namespace {
+
+using namespace planner;
+
+void write_text(const std::string& path, const std::string& text, std::ostream& out) {
+  if (path == "-") {
+    out << text << "\n";
+    return;
+  }
+  std::ofstream f(path, std::ios::binary);
+  f << text << "\n";
+  if (!f.flush()) throw InputError("cannot write '" + path + "'");
+}
+
+std::string mesh_shape(const DeviceMesh& m) {
+  std::string s = "[";
+  for (int a = 0; a < m.ndim(); ++a) s += (a ? "," : "") + std::to_string(m.axis(a).size);
+  return s + "]";
+}
+
+// Rows to show: all, or `rows` spread evenly over the frontier, always with the first, the last
+// and the chosen point.
+std::vector<size_t> rows_to_show(size_t n, int rows, int chosen) {
+  std::vector<size_t> out;
+  if (rows <= 0 || n <= static_cast<size_t>(rows)) {
+    for (size_t i = 0; i < n; ++i) out.push_back(i);
+    return out;
+  }
+  for (int r = 0; r < rows; ++r) out.push_back(static_cast<size_t>(std::llround(static_cast<double>(r) * static_cast<double>(n - 1) / (rows - 1))));
+  if (chosen >= 0) out.push_back(static_cast<size_t>(chosen));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& out) {
+  const GpuFrontier& f = gp.frontier;
+  std::string meshes;
+  for (const MeshStats& m : f.meshes) meshes += (meshes.empty() ? "" : ", ") + m.mesh;
+  char head[256];
+  std::snprintf(head, sizeof head, "%d GPU%s: %zu points on the frontier (meshes %s; planned in %.2f s, planner peak %s)\n",
+                f.gpus, f.gpus == 1 ? "" : "s", f.points.size(), meshes.c_str(), f.seconds,
+                bytes_human(static_cast<double>(f.peak_bytes)).c_str());
+  out << head;
+  for (const std::string& s : f.skipped) out << "  skipped mesh " << s << "\n";
+  out << "      #     time/step   samples/s   memory/GPU  mesh     strategy\n";
+  std::vector<size_t> show = rows_to_show(f.points.size(), rows, gp.chosen);
+  for (size_t i : show) {
+    const PlanPoint& p = f.points[i];
+    const StrategySpace& sp = *f.spaces[static_cast<size_t>(p.mesh)];
+    char line[512];
+    std::snprintf(line, sizeof line, "  %s %4zu  %12s  %10.1f  %11s  %-7s  %s\n", static_cast<int>(i) == gp.chosen ? "*" : " ", i,
+                  seconds_human(p.cost.time).c_str(), static_cast<double>(batch) / p.cost.time,
+                  bytes_human(p.cost.memory).c_str(), mesh_shape(sp.mesh()).c_str(),
+                  summarize_strategy(sp, p.assignment).c_str());
+    out << line;
+  }
+  if (show.size() < f.points.size())
+    out << "  (" << show.size() << " of " << f.points.size() << " points shown; --rows 0 shows all, --json writes all)\n";
+  out << "  " << gp.reason << "\n";
+  if (!gp.baselines.empty()) {
+    out << "  baselines, as the frontier sees them:\n";
+    for (const Baseline& b : gp.baselines) {
+      int dom = -1;
+      for (size_t k = 0; k < f.points.size() && dom < 0; ++k)
+        if (weakly_dominates(f.points[k].cost, b.cost)) dom = static_cast<int>(k);
+      char line[512];
+      std::snprintf(line, sizeof line, "    %-22s %12s  %11s  %-7s  %s; %s\n", b.name.c_str(), seconds_human(b.cost.time).c_str(),
+                    bytes_human(b.cost.memory).c_str(), mesh_shape(b.space->mesh()).c_str(),
+                    summarize_strategy(*b.space, b.assignment).c_str(),
+                    dom >= 0 ? ("point " + std::to_string(dom) + " is as fast or faster with no more memory").c_str()
+                             : "NOT dominated by the frontier (a bug: please report)");
+      out << line;
+    }
+    if (!f.points.empty()) out << "    fastest plan           point 0, " << seconds_human(f.points[0].cost.time) << "\n";
+  }
+  out << "\n";
+}
+
+void choose(GpuPlan& gp, double budget, const std::string& budget_why) {
+  const auto& pts = gp.frontier.points;
+  for (size_t i = 0; i < pts.size(); ++i) {
+    if (pts[i].cost.memory <= budget) {
+      gp.chosen = static_cast<int>(i);
+      gp.reason = "chosen: point " + std::to_string(i) + ", the fastest of the " +
+                  std::to_string(pts.size() - i) + " points within the memory budget of " + bytes_human(budget) + " (" + budget_why + ")";
+      return;
+    }
+  }
+  gp.reason = "no point fits the memory budget of " + bytes_human(budget) + " (" + budget_why + "); the smallest needs " +
+              (pts.empty() ? std::string("?") : bytes_human(pts.back().cost.memory)) + ": use more GPUs";
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  std::vector<int> counts = parse_gpu_counts(args.gpus);
+  if (!(args.epsilon >= 0) || args.epsilon >= 1) throw InputError("--epsilon must be at least 0 and below 1");
+  PlanSettings settings;
+  settings.model_path = args.model;
+  settings.cluster = load_cluster(args.cluster);
+  settings.training.precision = parse_precision(args.dtype);
+  settings.training.optimizer = parse_optimizer(args.optimizer);
+  settings.recompute = args.recompute;
+  settings.zero = args.zero;
+  settings.mesh_axes = args.mesh_axes;
+  settings.epsilon = args.epsilon;
+  settings.batch = args.batch ? *args.batch : 8 * static_cast<int64_t>(counts.back());
+  std::string budget_why;
+  if (args.memory_budget) {
+    settings.memory_budget = parse_bytes(*args.memory_budget, "--memory-budget");
+    budget_why = "--memory-budget";
+  } else {
+    settings.memory_budget = settings.cluster.usable_memory();
+    budget_why = bytes_human(settings.cluster.gpu.memory_bytes) + " of GPU memory less a " +
+                 bytes_human(settings.cluster.memory_reserve_bytes) + " reserve for the CUDA context, NCCL and allocator slack";
+  }
+  ImportOptions io;
+  io.batch = settings.batch;
+  Graph graph = import_onnx_file(args.model, io);
+  settings.model_hash = file_hash(args.model);
+  AnalyticCompute compute(settings.cluster, settings.training.precision);
+
+  const bool to_stdout = args.json && *args.json == "-";
+  std::ostream& text = to_stdout ? err : out;
+  PlanOptions options;
+  options.space.training = settings.training;
+  options.space.recompute = settings.recompute;
+  options.space.zero = settings.zero;
+  options.epsilon = settings.epsilon;
+  options.max_mesh_axes = settings.mesh_axes;
+  options.progress = [&](const std::string& line) {
+    if (std::chrono::duration<double>(clock::now() - start).count() > 1) err << "tensoropt: " << line << std::endl;
+  };
+
+  if (args.dump_space) {
+    std::string all = "[";
+    for (size_t i = 0; i < counts.size(); ++i) {
+      std::vector<std::unique_ptr<StrategySpace>> spaces;
+      for (const DeviceMesh& m : candidate_meshes(settings.cluster, counts[i], settings.mesh_axes))
+        spaces.push_back(std::make_unique<StrategySpace>(graph, m, compute, options.space));
+      all += (i ? ",\n" : "\n") + space_json(spaces, counts[i]);
+    }
+    write_text(*args.dump_space, all + "\n]", out);
+  }
+
+  text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
+       << "\ncluster  " << settings.cluster.name << ": " << settings.cluster.gpu.name << ", " << settings.cluster.gpus_per_node
+       << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     analytic model (docs/cost-model.md)"
+       << (settings.epsilon > 0 ? ", epsilon " + std::to_string(settings.epsilon) : std::string(", exact frontier")) << "\n\n";
+  std::vector<GpuPlan> plans;
+  for (int gpus : counts) {
+    GpuPlan gp;
+    gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
+    choose(gp, settings.memory_budget, budget_why);
+    if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
+    print_frontier(gp, settings.batch, args.rows, text);
+    plans.push_back(std::move(gp));
+  }
+  if (args.json) write_text(*args.json, plan_json(settings, graph, plans), out);
+  if (args.plot) {
+    PlotSpec spec;
+    spec.title = args.model + ", batch " + std::to_string(settings.batch) + ", " + settings.cluster.name;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      PlotCurve c;
+      c.label = std::to_string(plans[i].frontier.gpus) + " GPU" + (plans[i].frontier.gpus == 1 ? "" : "s");
+      for (const PlanPoint& p : plans[i].frontier.points) c.points.push_back({p.cost.time, p.cost.memory});
+      spec.curves.push_back(c);
+      for (const Baseline& b : plans[i].baselines)
+        spec.markers.push_back({b.name + " (" + c.label + ")", {b.cost.time, b.cost.memory}, static_cast<int>(i)});
+    }
+    const GpuPlan& last = plans.back();
+    if (last.chosen >= 0) {
+      const Cost& c = last.frontier.points[static_cast<size_t>(last.chosen)].cost;
+      spec.chosen = PlotPoint{c.time, c.memory};
+    }
+    spec.memory_budget_bytes = settings.memory_budget;
+    write_svg(spec, *args.plot);
+  }
+  return 0;
+}
+
+}  // namespace tensoropt::cli

@@ -1,0 +1,149 @@
+#include "planner/baselines.h"
+
+#include <algorithm>
+
+namespace tensoropt::planner {
+
+std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
+                                                   const std::vector<std::vector<int>>& allowed) {
+  const Problem& full = space.problem();
+  const int n = full.num_nodes();
+  std::vector<std::vector<int>> keep(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v) {
+    const auto& a = allowed[static_cast<size_t>(v)];
+    if (a.empty()) {
+      keep[static_cast<size_t>(v)].resize(static_cast<size_t>(full.num_configs(v)));
+      for (int k = 0; k < full.num_configs(v); ++k) keep[static_cast<size_t>(v)][static_cast<size_t>(k)] = k;
+    } else {
+      keep[static_cast<size_t>(v)] = a;
+    }
+  }
+  Problem sub;
+  for (int v = 0; v < n; ++v) {
+    std::vector<Cost> costs;
+    for (int k : keep[static_cast<size_t>(v)]) costs.push_back(full.node_cost[static_cast<size_t>(v)][static_cast<size_t>(k)]);
+    sub.node_cost.push_back(std::move(costs));
+  }
+  for (const Problem::Edge& e : full.edges) {
+    Problem::Edge s;
+    s.u = e.u;
+    s.v = e.v;
+    const int kv = full.num_configs(e.v);
+    for (int a : keep[static_cast<size_t>(e.u)])
+      for (int b : keep[static_cast<size_t>(e.v)]) s.cost.push_back(e.cost[static_cast<size_t>(a) * static_cast<size_t>(kv) + static_cast<size_t>(b)]);
+    sub.edges.push_back(std::move(s));
+  }
+  FtResult r = solve_ft(sub);
+  if (r.points.empty()) return std::nullopt;
+  std::vector<int> assignment(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v)
+    assignment[static_cast<size_t>(v)] = keep[static_cast<size_t>(v)][static_cast<size_t>(r.points.front().assignment[static_cast<size_t>(v)])];
+  return assignment;
+}
+
+namespace {
+
+// The dims of op variable v that some parameter input of the op also has.
+std::vector<bool> parameter_dims(const StrategySpace& space, const Variable& v) {
+  const Graph& g = space.graph();
+  const Node& node = g.nodes[static_cast<size_t>(v.node)];
+  std::vector<bool> out(v.space.dims.size(), false);
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    int t = node.inputs[i];
+    if (t < 0 || g.tensors[static_cast<size_t>(t)].kind != TensorKind::Parameter) continue;
+    for (int d : v.space.inputs[i])
+      if (d >= 0) out[static_cast<size_t>(d)] = true;
+  }
+  return out;
+}
+
+bool is_batch(const Variable& v, int d) { return d >= 0 && v.space.dims[static_cast<size_t>(d)].role == DimRole::Batch; }
+
+// Allowed configurations per variable for a baseline. `op_rule(v, config)` filters op configs
+// (recompute never); `zero` is the one ZeRO level parameters may take (-1: any).
+template <typename Rule>
+std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_rule, int zero) {
+  std::vector<std::vector<int>> allowed(space.variables().size());
+  for (size_t i = 0; i < space.variables().size(); ++i) {
+    const Variable& v = space.variables()[i];
+    for (size_t k = 0; k < v.configs.size(); ++k) {
+      const VarConfig& c = v.configs[k];
+      bool ok = true;
+      if (v.kind == VarKind::Op) ok = !c.recompute && op_rule(v, v.op_configs[static_cast<size_t>(c.op_config)]);
+      if (v.kind == VarKind::Parameter && zero >= 0) {
+        bool replicated = std::any_of(c.layout.placements().begin(), c.layout.placements().end(),
+                                      [](const Placement& p) { return p.is_replicate(); });
+        ok = c.zero == (replicated && space.mesh().size() > 1 ? zero : 0);
+      }
+      if (ok) allowed[i].push_back(static_cast<int>(k));
+    }
+    if (allowed[i].empty()) return {};
+  }
+  return allowed;
+}
+
+// Every axis splits the op's batch dim when it has one; otherwise the op replicates.
+bool data_parallel(const Variable& v, const OpConfig& c) {
+  bool has_batch = std::any_of(v.space.dims.begin(), v.space.dims.end(), [](const IterDim& d) { return d.role == DimRole::Batch; });
+  for (int d : c.axis_dim) {
+    if (has_batch ? !is_batch(v, d) : d >= 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
+                                     const PlanOptions& options) {
+  std::vector<Baseline> out;
+  auto add = [&](std::string name, std::unique_ptr<StrategySpace> space, const std::vector<std::vector<int>>& allowed) {
+    if (allowed.empty()) return;
+    auto best = fastest_restricted(*space, allowed);
+    if (!best) return;
+    Baseline b;
+    b.name = std::move(name);
+    b.cost = space->cost(*best);
+    b.assignment = std::move(*best);
+    b.space = std::move(space);
+    out.push_back(std::move(b));
+  };
+  const DeviceMesh dp_mesh = DeviceMesh::for_cluster(cluster, gpus);
+  {
+    auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
+    auto allowed = restriction(*space, data_parallel, 0);
+    add("data parallel", std::move(space), allowed);
+  }
+  if (options.space.zero && gpus > 1) {
+    auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
+    auto allowed = restriction(*space, data_parallel, 2);
+    add("ZeRO-2", std::move(space), allowed);
+  }
+  if (gpus > 1) {
+    int g = cluster.gpus_per_node;
+    std::vector<int> shape = gpus <= g || gpus % g != 0 ? std::vector<int>{gpus} : std::vector<int>{gpus / g, g};
+    if (shape.size() == 2 && shape[0] == 1) shape = {g};
+    auto space = std::make_unique<StrategySpace>(graph, DeviceMesh::with_shape(cluster, shape), compute, options.space);
+    const int tp = static_cast<int>(shape.size()) - 1;
+    auto megatron = [&](const Variable& v, const OpConfig& c) {
+      std::vector<bool> pdims = parameter_dims(*space, v);
+      bool has_param_split = false;
+      for (const OpConfig& o : v.op_configs) {
+        int d = o.axis_dim[static_cast<size_t>(tp)];
+        has_param_split = has_param_split || (d >= 0 && pdims[static_cast<size_t>(d)]);
+      }
+      int d = c.axis_dim[static_cast<size_t>(tp)];
+      if (has_param_split ? !(d >= 0 && pdims[static_cast<size_t>(d)]) : is_batch(v, d)) return false;
+      for (int a = 0; a < tp; ++a) {
+        int e = c.axis_dim[static_cast<size_t>(a)];
+        bool has_batch = std::any_of(v.space.dims.begin(), v.space.dims.end(), [](const IterDim& x) { return x.role == DimRole::Batch; });
+        if (has_batch ? !is_batch(v, e) : e >= 0) return false;
+      }
+      return true;
+    };
+    auto allowed = restriction(*space, megatron, 0);
+    add("Megatron TP" + std::to_string(shape.back()) + (shape.size() == 2 ? " x DP" + std::to_string(shape[0]) : ""), std::move(space), allowed);
+  }
+  return out;
+}
+
+}  // namespace tensoropt::planner

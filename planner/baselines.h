@@ -1,0 +1,41 @@
+// The strategies people compare a frontier against (`plan --baselines`), each found as the fastest
+// point of FT over a restriction of the strategy space, so each is the best strategy of its kind
+// under the same cost model, and the frontier always has a point at least as good.
+//
+//   data parallel   the default mesh (DeviceMesh::for_cluster: [N], or [nodes, g] across nodes);
+//                   every op splits its batch dim over every axis (ops without one replicate); no recompute; no ZeRO. Layouts of parameters, inputs
+//                   and forks are left to FT (they only decide where copies live).
+//   ZeRO-2          as data parallel, every replicated parameter at ZeRO level 2.
+//   Megatron TP     tensor parallelism inside a node, data parallelism across nodes: the mesh
+//                   [N/g, g] (g = GPUs per node; [N] when N <= g). On the inner axis every op that
+//                   reads a parameter splits one of the parameter's dims (column, row, heads,
+//                   channels) when it has such a configuration, other ops do not split their batch;
+//                   on the outer axis ops split the batch. No recompute, no ZeRO.
+// A baseline whose restriction leaves some variable without a configuration is not reported.
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+
+namespace tensoropt::planner {
+
+struct Baseline {
+  std::string name;
+  Cost cost;
+  std::unique_ptr<StrategySpace> space;  // the mesh it runs on
+  std::vector<int> assignment;
+};
+
+std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
+                                     const PlanOptions& options);
+
+// FT over a restriction: allowed[v] lists the configurations variable v may take (all when empty).
+// Returns the fastest point's full assignment, or nullopt when some variable has none allowed.
+std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
+                                                   const std::vector<std::vector<int>>& allowed);
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,264 @@
+#include "planner/plan_file.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/summary.h"
+#include "planner/strategy_summary.h"
+
+namespace tensoropt::planner {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json mesh_json(const DeviceMesh& m) {
+  ordered_json shape = ordered_json::array(), links = ordered_json::array();
+  for (int a = 0; a < m.ndim(); ++a) {
+    shape.push_back(m.axis(a).size);
+    links.push_back(m.axis(a).inter_node ? "inter" : "intra");
+  }
+  return {{"shape", shape}, {"links", links}};
+}
+
+ordered_json breakdown_json(const Breakdown& b) {
+  ordered_json j;
+  for (int i = 0; i < kTerms; ++i) {
+    Term t = static_cast<Term>(i);
+    if (t == Term::CommFirst || t == Term::CommLast || (t > Term::CommFirst && t < Term::CommLast)) {
+      if (b[t] == 0) continue;  // communication kinds that do not occur are left out
+    }
+    j[term_name(t) + (is_time_term(t) ? "_s" : "_bytes")] = b[t];
+  }
+  return j;
+}
+
+ordered_json point_json(const StrategySpace& space, int space_index, const std::vector<int>& assignment, Cost cost,
+                        int64_t batch) {
+  ordered_json p;
+  p["time_s"] = cost.time;
+  p["memory_bytes"] = cost.memory;
+  p["samples_per_s"] = cost.time > 0 ? static_cast<double>(batch) / cost.time : 0;
+  p["mesh"] = mesh_json(space.mesh())["shape"];
+  p["summary"] = summarize_strategy(space, assignment);
+  p["breakdown"] = breakdown_json(space.breakdown(assignment));
+  p["strategy"] = {{"space", space_index}, {"configs", assignment}};
+  return p;
+}
+
+ordered_json settings_json(const PlanSettings& s) {
+  ordered_json j;
+  j["cluster"] = ordered_json::parse(cluster_json(s.cluster));
+  j["training"] = {{"precision", precision_name(s.training.precision)}, {"optimizer", optimizer_name(s.training.optimizer)}};
+  j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"zero", s.zero}};
+  j["cost_source"] = s.cost_source;
+  j["memory_budget_bytes"] = s.memory_budget;
+  return j;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot be read");
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) { throw InputError(where + ": " + what); }
+
+const ordered_json& field(const ordered_json& j, const std::string& key, const std::string& where) {
+  if (!j.is_object() || !j.contains(key)) bad(where, "missing field '" + key + "'");
+  return j.at(key);
+}
+
+std::vector<int> int_list(const ordered_json& j, const std::string& where) {
+  if (!j.is_array()) bad(where, "must be a list of integers");
+  std::vector<int> out;
+  for (const auto& x : j) {
+    if (!x.is_number_integer()) bad(where, "must be a list of integers");
+    out.push_back(x.get<int>());
+  }
+  return out;
+}
+
+PlanSettings settings_from(const ordered_json& j, const std::string& path) {
+  PlanSettings s;
+  const auto& model = field(j, "model", path);
+  s.model_path = field(model, "path", path + ": model").get<std::string>();
+  s.model_hash = field(model, "fnv1a64", path + ": model").get<std::string>();
+  s.batch = field(model, "batch", path + ": model").get<int64_t>();
+  s.cluster = parse_cluster(field(j, "cluster", path).dump(), path + ": cluster");
+  const auto& tr = field(j, "training", path);
+  s.training.precision = parse_precision(field(tr, "precision", path + ": training").get<std::string>());
+  s.training.optimizer = parse_optimizer(field(tr, "optimizer", path + ": training").get<std::string>());
+  const auto& se = field(j, "search", path);
+  s.epsilon = field(se, "epsilon", path + ": search").get<double>();
+  s.mesh_axes = field(se, "mesh_axes", path + ": search").get<int>();
+  s.recompute = field(se, "recompute", path + ": search").get<bool>();
+  s.zero = field(se, "zero", path + ": search").get<bool>();
+  s.cost_source = field(j, "cost_source", path).get<std::string>();
+  s.memory_budget = field(j, "memory_budget_bytes", path).get<double>();
+  return s;
+}
+
+}  // namespace
+
+std::string file_hash(const std::string& path) {
+  std::string bytes = read_text(path);
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
+  ordered_json j;
+  j["gpus"] = gpus;
+  j["spaces"] = ordered_json::array();
+  for (const auto& sp : spaces) {
+    ordered_json s = mesh_json(sp->mesh());
+    ordered_json vars = ordered_json::array();
+    for (const Variable& v : sp->variables()) {
+      ordered_json names = ordered_json::array();
+      for (const VarConfig& c : v.configs) names.push_back(c.name);
+      vars.push_back({{"name", v.name}, {"configs", names}});
+    }
+    s["variables"] = vars;
+    j["spaces"].push_back(s);
+  }
+  return j.dump(1);
+}
+
+std::string plan_json(const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans) {
+  ordered_json j;
+  j["format"] = "tensoropt-plan";
+  j["version"] = kPlanFormatVersion;
+  ModelSummary ms = summarize(graph);
+  j["model"] = {{"path", settings.model_path}, {"fnv1a64", settings.model_hash}, {"batch", settings.batch},
+                {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
+  const ordered_json made = settings_json(settings);
+  for (auto it = made.begin(); it != made.end(); ++it) j[it.key()] = it.value();
+  j["frontiers"] = ordered_json::array();
+  for (const GpuPlan& gp : plans) {
+    const GpuFrontier& f = gp.frontier;
+    ordered_json fj;
+    fj["gpus"] = f.gpus;
+    ordered_json meshes = ordered_json::array();
+    for (const MeshStats& m : f.meshes)
+      meshes.push_back({{"mesh", m.mesh}, {"variables", m.variables}, {"configurations", m.configurations},
+                        {"frontier_points", m.frontier_points}, {"ft_seconds", m.ft.seconds}, {"width", m.ft.width},
+                        {"peak_bytes", m.ft.peak_bytes}});
+    fj["planner"] = {{"seconds", f.seconds}, {"peak_bytes", f.peak_bytes}, {"meshes", meshes}, {"skipped", f.skipped}};
+    fj["chosen"] = gp.chosen >= 0 ? ordered_json(gp.chosen) : ordered_json(nullptr);
+    fj["chosen_reason"] = gp.reason;
+    fj["points"] = ordered_json::array();
+    for (const PlanPoint& p : f.points)
+      fj["points"].push_back(point_json(*f.spaces[static_cast<size_t>(p.mesh)], p.mesh, p.assignment, p.cost, settings.batch));
+    fj["baselines"] = ordered_json::array();
+    for (const Baseline& b : gp.baselines) {
+      ordered_json bj = point_json(*b.space, -1, b.assignment, b.cost, settings.batch);
+      bj.erase("strategy");
+      ordered_json names = ordered_json::object();
+      for (size_t i = 0; i < b.assignment.size(); ++i)
+        names[b.space->variables()[i].name] = b.space->variables()[i].configs[static_cast<size_t>(b.assignment[i])].name;
+      bj["strategy"] = {{"mesh", mesh_json(b.space->mesh())["shape"]}, {"configs", names}};
+      int dominating = -1;
+      for (size_t k = 0; k < f.points.size() && dominating < 0; ++k)
+        if (weakly_dominates(f.points[k].cost, b.cost)) dominating = static_cast<int>(k);
+      bj["dominated_by_point"] = dominating >= 0 ? ordered_json(dominating) : ordered_json(nullptr);
+      ordered_json entry = {{"name", b.name}};
+      for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();
+      fj["baselines"].push_back(entry);
+    }
+    const ordered_json spaces = ordered_json::parse(space_json(f.spaces, f.gpus));
+    fj["spaces"] = spaces.at("spaces");
+    j["frontiers"].push_back(fj);
+  }
+  return j.dump(1);
+}
+
+StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, std::optional<int> point) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    bad(path, std::string("not valid JSON (") + e.what() + ")");
+  }
+  try {
+    StoredStrategy s;
+    std::string format = field(j, "format", path).get<std::string>();
+    if (field(j, "version", path).get<int>() != kPlanFormatVersion)
+      bad(path, "version " + j.at("version").dump() + " is not supported (this tensoropt reads version " + std::to_string(kPlanFormatVersion) + ")");
+    if (format == "tensoropt-strategy") {
+      s.where = path;
+      s.mesh = int_list(field(j, "mesh", path), path + ": mesh");
+      const auto& configs = field(j, "configs", path);
+      if (!configs.is_object()) bad(path, "'configs' must map variable names to configuration names");
+      for (auto it = configs.begin(); it != configs.end(); ++it) {
+        if (!it.value().is_string()) bad(path, "configs['" + it.key() + "'] must be a configuration name");
+        s.configs[it.key()] = it.value().get<std::string>();
+      }
+      return s;
+    }
+    if (format != "tensoropt-plan") bad(path, "'format' must be tensoropt-plan or tensoropt-strategy");
+    s.settings = settings_from(j, path);
+    const auto& frontiers = field(j, "frontiers", path);
+    const ordered_json* f = nullptr;
+    std::string counts;
+    for (const auto& x : frontiers) {
+      counts += (counts.empty() ? "" : ", ") + x.at("gpus").dump();
+      if (!gpus || x.at("gpus").get<int>() == *gpus) {
+        if (f && !gpus) bad(path, "holds frontiers for " + std::to_string(frontiers.size()) + " GPU counts; choose one with --gpus");
+        f = &x;
+      }
+    }
+    if (!f) bad(path, "has no frontier for " + (gpus ? std::to_string(*gpus) : std::string("any")) + " GPUs (it has: " + counts + ")");
+    const auto& points = field(*f, "points", path);
+    int k = point ? *point : f->at("chosen").is_null() ? -1 : f->at("chosen").get<int>();
+    if (k < 0) bad(path, "no point chosen in the plan; pick one with --point");
+    if (k >= static_cast<int>(points.size()))
+      bad(path, "--point " + std::to_string(k) + " is out of range (the frontier has " + std::to_string(points.size()) + " points)");
+    const auto& p = points.at(static_cast<size_t>(k));
+    int space_index = field(field(p, "strategy", path), "space", path).get<int>();
+    std::vector<int> configs = int_list(p.at("strategy").at("configs"), path + ": strategy");
+    const auto& space = f->at("spaces").at(static_cast<size_t>(space_index));
+    s.mesh = int_list(space.at("shape"), path + ": spaces");
+    const auto& vars = space.at("variables");
+    if (vars.size() != configs.size()) bad(path, "point " + std::to_string(k) + " does not match its space");
+    for (size_t i = 0; i < vars.size(); ++i) {
+      const auto& names = vars[i].at("configs");
+      if (configs[i] < 0 || configs[i] >= static_cast<int>(names.size())) bad(path, "point " + std::to_string(k) + ": configuration index out of range");
+      s.configs[vars[i].at("name").get<std::string>()] = names[static_cast<size_t>(configs[i])].get<std::string>();
+    }
+    s.recorded = Cost{p.at("time_s").get<double>(), p.at("memory_bytes").get<double>()};
+    s.where = path + ", " + f->at("gpus").dump() + " GPUs, point " + std::to_string(k);
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    bad(path, e.what());
+  }
+}
+
+std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& space) {
+  std::vector<int> a(space.variables().size(), -1);
+  for (const auto& [name, config] : s.configs) {
+    int v = space.find_variable(name);
+    if (v < 0) bad(s.where, "variable '" + name + "' is not in the model's strategy space (see plan --dump-space)");
+    int k = space.variables()[static_cast<size_t>(v)].find_config(config);
+    if (k < 0) bad(s.where, "variable '" + name + "' has no configuration '" + config + "' on mesh " + space.mesh().str());
+    a[static_cast<size_t>(v)] = k;
+  }
+  int missing = 0;
+  std::string first;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] >= 0) continue;
+    if (missing++ == 0) first = space.variables()[i].name;
+  }
+  if (missing) bad(s.where, std::to_string(missing) + " variables have no configuration, the first '" + first + "'");
+  return a;
+}
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,74 @@
+// The plan file (docs/plan-format.md): JSON, versioned. What `plan --json` writes and `evaluate`
+// reads back, and the hand-written strategy file `evaluate --strategy` also accepts.
+//
+// A plan records how it was made (model path, FNV-1a hash and batch; the cluster; precision,
+// optimizer, search options; the cost source; the memory budget) and, per GPU count, the strategy
+// spaces (per mesh: every variable with its configuration names), the frontier points sorted by
+// time (cost, breakdown, summary, strategy as configuration indices into a space), the chosen
+// point and why, the baselines, and the planner's own time and memory.
+// A strategy file names one configuration per variable:
+//   {"format": "tensoropt-strategy", "version": 1, "mesh": [2, 4], "configs": {"op:/h.0/MatMul": "b:S0 n:S1", ...}}
+// Errors: InputError naming the file and the field for anything unreadable or inconsistent.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/baselines.h"
+#include "planner/cluster.h"
+#include "planner/plan.h"
+#include "planner/training.h"
+
+namespace tensoropt::planner {
+
+inline constexpr int kPlanFormatVersion = 1;
+
+struct PlanSettings {
+  std::string model_path;
+  std::string model_hash;  // fnv1a64 of the file, 16 hex digits
+  int64_t batch = 0;
+  Cluster cluster;
+  Training training;
+  bool recompute = true;
+  bool zero = true;
+  int mesh_axes = 2;
+  double epsilon = 0;
+  double memory_budget = 0;  // bytes per GPU
+  std::string cost_source = "analytic";
+};
+
+struct GpuPlan {
+  GpuFrontier frontier;
+  std::vector<Baseline> baselines;
+  int chosen = -1;  // index into frontier.points, -1 when none fits the budget
+  std::string reason;
+};
+
+// "0123456789abcdef": 64-bit FNV-1a of the file's bytes. Throws InputError if unreadable.
+std::string file_hash(const std::string& path);
+
+std::string plan_json(const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans);
+// Every variable and its configurations, per candidate mesh (`plan --dump-space`).
+std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus);
+
+// One strategy read back: names per variable on a mesh, and the settings when it came from a plan.
+struct StoredStrategy {
+  std::optional<PlanSettings> settings;  // set for plan files
+  std::vector<int> mesh;
+  std::map<std::string, std::string> configs;  // variable name -> configuration name
+  std::optional<Cost> recorded;                // the plan's cost of the point
+  std::string where;                           // "plan.json, 8 GPUs, point 3"
+};
+// A strategy file, or a plan file's point `point` of the frontier for `gpus` GPUs (gpus may be
+// omitted when the plan has one frontier; point defaults to the chosen one).
+StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, std::optional<int> point);
+
+// The assignment a stored strategy names in `space`; InputError naming the first unknown or
+// missing variable or configuration.
+std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& space);
+
+}  // namespace tensoropt::planner
