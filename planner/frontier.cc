@@ -175,6 +175,136 @@ Frontier pareto_union(const Frontier& a, const Frontier& b) {
   return Frontier::from_sorted(prune_sorted(merged));
 }
 
+bool covers(const Frontier& a, const Frontier& b, bool strict) {
+  const auto& pa = a.points();
+  const auto& pb = b.points();
+  if (pb.empty()) return true;
+  if (pa.empty()) return false;
+  // Necessary: b's fastest point needs an a point no slower, b's smallest one no bigger.
+  if (pa.front().cost.time > pb.front().cost.time || pa.back().cost.memory > pb.back().cost.memory) {
+    return false;
+  }
+  // For each b point the a point of least memory among those no slower is the last one with
+  // time <= its time (any other no slower has more memory, so if that one has q's cost, no
+  // point of another cost dominates q); both sides ascend in time, so one pointer walks a.
+  size_t i = 0;
+  for (const Frontier::Point& q : pb) {
+    while (i + 1 < pa.size() && pa[i + 1].cost.time <= q.cost.time) ++i;
+    if (pa[i].cost.memory > q.cost.memory || (strict && pa[i].cost == q.cost)) return false;
+  }
+  return true;
+}
+
+namespace {
+
+// The first p in [from, n) with base + points[p].memory < bound, or n. Along a frontier memory
+// descends, so the test is monotone in p (rounding included); a gallop from `from` finds the
+// answer in O(log distance), usually one probe.
+size_t first_below(const Frontier::Point* points, size_t n, size_t from, double base, double bound) {
+  if (from >= n) return n;
+  if (base + points[from].cost.memory < bound) return from;
+  size_t bad = from;  // known to fail
+  size_t step = 1;
+  size_t probe = n;
+  while (true) {
+    probe = bad + step;
+    if (probe >= n) {
+      probe = n;
+      break;
+    }
+    if (base + points[probe].cost.memory < bound) break;
+    bad = probe;
+    step *= 2;
+  }
+  size_t lo = bad + 1;
+  size_t hi = probe;  // the answer lies in [lo, hi]; hi == n stands for none
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (base + points[mid].cost.memory < bound) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+}  // namespace
+
+// Per term the sums form lists: for each point of the shorter side (a "list"), the sums with the
+// longer side's points in order ("positions"); along a list time ascends and memory descends
+// (weakly, after rounding), and the lists' first sums ascend in time too. One heap holds each
+// started list's next sum plus, per term, the first sum of its next list, so sums come out in
+// non-decreasing time and a list costs nothing until its first sum is due. A popped sum is kept
+// if its memory beats the best kept (replacing a kept point of equal time, which it dominates);
+// then its list moves to the next position that could still beat the best, and, if it was its
+// list's first sum, the next list that could (its memory at the longer side's last point beats
+// the best) is queued. Every sum skipped has time >= the popped one and memory >= the best, so
+// it is weakly dominated by a kept point.
+void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) {
+  struct Side {
+    const Frontier::Point* shorter;
+    const Frontier::Point* longer;
+    uint32_t n_short, n_long;
+    bool a_short;
+  };
+  struct Head {
+    Cost cost;
+    uint32_t term, i, j;
+  };
+  thread_local std::vector<Side> sides;
+  thread_local std::vector<Head> heap;
+  out.clear();
+  sides.clear();
+  heap.clear();
+  const auto later = [](const Head& x, const Head& y) {  // the heap keeps the earliest on top
+    if (x.cost.time != y.cost.time) return x.cost.time > y.cost.time;
+    if (x.cost.memory != y.cost.memory) return x.cost.memory > y.cost.memory;
+    if (x.term != y.term) return x.term > y.term;
+    return x.i != y.i ? x.i > y.i : x.j > y.j;
+  };
+  const auto push = [&](uint32_t term, size_t list, size_t pos) {
+    const Side& s = sides[term];
+    const Cost c = s.a_short ? s.shorter[list].cost + s.longer[pos].cost
+                             : s.longer[pos].cost + s.shorter[list].cost;
+    const uint32_t l = static_cast<uint32_t>(list);
+    const uint32_t p = static_cast<uint32_t>(pos);
+    heap.push_back({c, term, s.a_short ? l : p, s.a_short ? p : l});
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  for (const SumTerm& t : terms) {
+    const bool a_short = t.a.size() <= t.b.size();
+    const auto& sh = a_short ? t.a : t.b;
+    const auto& lo = a_short ? t.b : t.a;
+    sides.push_back({sh.data(), lo.data(), static_cast<uint32_t>(sh.size()),
+                     static_cast<uint32_t>(lo.size()), a_short});
+  }
+  for (size_t t = 0; t < sides.size(); ++t) {
+    if (sides[t].n_short > 0) push(static_cast<uint32_t>(t), 0, 0);
+  }
+  double best = std::numeric_limits<double>::infinity();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const Head h = heap.back();
+    heap.pop_back();
+    if (h.cost.memory < best) {
+      best = h.cost.memory;
+      if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
+      out.push_back({h.cost, h.term, h.i, h.j});
+    }
+    const Side& s = sides[h.term];
+    const size_t list = s.a_short ? h.i : h.j;
+    const size_t pos = s.a_short ? h.j : h.i;
+    if (pos == 0) {
+      const size_t next = first_below(s.shorter, s.n_short, list + 1,
+                                      s.longer[s.n_long - 1].cost.memory, best);
+      if (next < s.n_short) push(h.term, next, 0);
+    }
+    const size_t next = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, best);
+    if (next < s.n_long) push(h.term, list, next);
+  }
+}
+
 Frontier epsilon_prune(const Frontier& f, double delta) {
   if (!(delta >= 0)) throw std::invalid_argument("epsilon_prune: delta must be >= 0");
   if (delta == 0) return f;

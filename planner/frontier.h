@@ -12,6 +12,10 @@
 //                        the empty frontier is absorbing.
 //   pareto_union(a, b)   parallel combine (choice): a ∪ b, pruned. Identity: the empty Frontier.
 //   epsilon_prune(f, d)  drops points that a kept point (1+d)-dominates.
+//   covers(a, b)         every point of b weakly dominated by a point of a: then a ⊕ c covers
+//                        b ⊕ c for every c, so b can be dropped from a union holding a.
+//   union_of_sums(terms) the union over terms of a_t + b_t, pruned, without building each sum:
+//                        FT's "for every configuration sum, then choose" in one merge.
 // Ties: among points of equal cost the first in input order is kept: for from_points the earliest
 // in the vector, for minkowski_sum the smallest left index then right index, for pareto_union the
 // left operand's. All results are therefore deterministic.
@@ -23,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -89,6 +94,37 @@ using HandleCombiner = std::function<Handle(Handle left, Handle right)>;
                                      const HandleCombiner& combine = {});
 
 [[nodiscard]] Frontier pareto_union(const Frontier& a, const Frontier& b);
+
+// True when every point of b is weakly dominated by some point of a (a empty: only if b is);
+// strict: by a point of a different cost. Then every sum b_i + c_j is weakly dominated by some
+// a_k + c_j, rounding included (rounding is monotone); strict: in exact arithmetic by a sum of a
+// different cost. Linear in |a| + |b|, usually far less when false.
+[[nodiscard]] bool covers(const Frontier& a, const Frontier& b, bool strict = false);
+
+// One operand of union_of_sums: the Minkowski sum of two frontiers' point lists (invariant held).
+struct SumTerm {
+  std::span<const Frontier::Point> a;
+  std::span<const Frontier::Point> b;
+};
+
+// A point of union_of_sums: its cost terms[term].a[i].cost + terms[term].b[j].cost.
+struct SumChoice {
+  Cost cost;
+  uint32_t term = 0;
+  uint32_t i = 0;
+  uint32_t j = 0;
+};
+
+// The Pareto frontier of the union over terms of minkowski_sum(a, b), as the (term, i, j) of each
+// kept sum: out is cleared, then filled with time strictly ascending, memory strictly descending.
+// Its costs equal those of pareto_union over the minkowski_sums (each cost computed as a_i + b_j,
+// the same rounding). Work follows the sums that could survive, not the sum of |a| * |b|: one lazy
+// merge in (time, memory, term, i, j) order over lists "a_i + b_j along the longer side"; a list
+// starts only when its first sum is reached, and lists and positions whose memory cannot beat
+// the best kept so far are skipped by search. Among equal costs the first reached is kept:
+// the lowest (term, i, j) unless sums rounded to equal times; always deterministic.
+// Thread-safety: uses thread-local scratch; safe to call from several threads.
+void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out);
 
 // Keeps the fastest point and then, scanning by time, every point whose memory is more than a
 // factor (1+delta) below the last kept one. Every dropped point p then has a kept q with

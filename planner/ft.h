@@ -11,6 +11,16 @@
 // factor work on a chain or a tree; exponential in the order's width on dense graphs, where
 // max_factor_points refuses instead of exhausting memory.
 //
+// How an entry is built (the result is the definition's, bit for bit): per configuration k of x
+// the consumed cells are added left to right in factor-creation order (which fixes the
+// rounding). The sum of all but the last cell (the prefix) depends only on k and the scope
+// nodes those cells hold, so it is built once per distinct value and shared by the entries.
+// Configurations whose prefix and last cell another configuration covers (frontier.h covers())
+// are left out: their sums are dominated, and the rule that of equal costs the lowest k wins is
+// kept (left out by a higher k only when strictly covered). The remaining last additions and
+// the union over k are one lazy merge (frontier.h union_of_sums) that skips sums that cannot
+// survive.
+//
 // Epsilon. With epsilon = 0 (default) the result is the exact frontier. With epsilon > 0 every
 // built factor entry is epsilon_prune'd with delta = (1+epsilon)^(1/L) - 1, L = the depth of the
 // elimination tree (EliminationOrder::depth). Why that suffices: by induction over the order, for

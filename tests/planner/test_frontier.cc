@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "planner/frontier.h"
 
@@ -111,6 +113,92 @@ TEST_CASE("frontier: epsilon_prune keeps a (1+delta)-cover and the fastest point
   }
   CHECK_THROWS_AS((void)epsilon_prune(f, -0.1), std::invalid_argument);
   CHECK(epsilon_prune(Frontier(), 0.5).empty());
+}
+
+TEST_CASE("frontier: covers, weak and strict") {
+  const Frontier a = make({{1, 4}, {3, 1}});
+  CHECK(covers(a, a));
+  CHECK(!covers(a, a, /*strict=*/true));
+  CHECK(covers(a, make({{1, 5}, {2, 4}, {3, 1}})));          // (3,1) only weakly: equal
+  CHECK(!covers(a, make({{1, 5}, {2, 4}, {3, 1}}), true));
+  CHECK(covers(a, make({{1, 5}, {2, 4}, {4, 1}}), true));
+  CHECK(!covers(a, make({{0.5, 9}})));                       // faster than all of a
+  CHECK(!covers(a, make({{9, 0.5}})));                       // smaller than all of a
+  CHECK(!covers(a, make({{2, 3}})));                         // between a's points
+  CHECK(covers(a, Frontier()));
+  CHECK(covers(Frontier(), Frontier()));
+  CHECK(!covers(Frontier(), a));
+}
+
+namespace {
+
+// Fixed-seed generator with a portable draw.
+uint64_t next_random(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// A frontier of up to max_points points with small integer costs (many ties between sums).
+Frontier random_frontier(uint64_t& state, int max_points) {
+  std::vector<Cost> costs;
+  const int n = static_cast<int>(next_random(state) % static_cast<uint64_t>(max_points + 1));
+  for (int i = 0; i < n; ++i) {
+    const double t = static_cast<double>(next_random(state) % 12);
+    costs.push_back({t, static_cast<double>(12 - t + static_cast<double>(next_random(state) % 4))});
+  }
+  return make(costs);
+}
+
+}  // namespace
+
+TEST_CASE("frontier: union_of_sums equals the pareto_union of the minkowski_sums") {
+  uint64_t state = 11;
+  int multi = 0;
+  for (int round = 0; round < 500; ++round) {
+    const int n_terms = static_cast<int>(next_random(state) % 5);
+    std::vector<Frontier> a, b;
+    for (int t = 0; t < n_terms; ++t) {
+      a.push_back(random_frontier(state, round % 2 == 0 ? 3 : 9));
+      b.push_back(random_frontier(state, round % 3 == 0 ? 1 : 7));
+    }
+    Frontier expected;
+    std::vector<SumTerm> terms;
+    for (int t = 0; t < n_terms; ++t) {
+      expected = pareto_union(expected, minkowski_sum(a[static_cast<size_t>(t)], b[static_cast<size_t>(t)]));
+      terms.push_back({a[static_cast<size_t>(t)].points(), b[static_cast<size_t>(t)].points()});
+    }
+    std::vector<SumChoice> got;
+    union_of_sums(terms, got);
+    std::vector<Frontier::Point> points;
+    for (const SumChoice& c : got) {
+      const SumTerm& t = terms[c.term];
+      REQUIRE(c.i < t.a.size());
+      REQUIRE(c.j < t.b.size());
+      CHECK(t.a[c.i].cost + t.b[c.j].cost == c.cost);
+      points.push_back({c.cost, kNoHandle});
+    }
+    CAPTURE(round);
+    CHECK(Frontier::from_sorted(points).to_string() == expected.to_string());
+    multi += got.size() > 2;
+  }
+  CHECK(multi > 100);
+  std::vector<SumChoice> none{{}};
+  union_of_sums({}, none);
+  CHECK(none.empty());
+}
+
+TEST_CASE("frontier: union_of_sums keeps the lowest (term, i, j) of equal costs") {
+  const Frontier one = make({{1, 1}});
+  const Frontier two = make({{0, 2}, {1, 1}});
+  // Term 0: (1,1)+(0,2) = (1,3), (1,1)+(1,1) = (2,2); term 1 the same sums swapped.
+  const std::vector<SumTerm> terms{{one.points(), two.points()}, {two.points(), one.points()}};
+  std::vector<SumChoice> got;
+  union_of_sums(terms, got);
+  REQUIRE(got.size() == 2);
+  CHECK((got[0].term == 0 && got[0].i == 0 && got[0].j == 0));
+  CHECK((got[1].term == 0 && got[1].i == 0 && got[1].j == 1));
 }
 
 }  // namespace tensoropt::planner

@@ -207,6 +207,71 @@ TEST_CASE("ft: equals brute force point for point on 200 random small graphs") {
   CHECK(multi_point > 100);  // the comparison is not between trivial one-point frontiers
 }
 
+namespace {
+
+// Appends to node v a copy of its configuration `source`, every node and edge cost raised by
+// `extra` (0: an exact duplicate) or by a random non-negative amount: a configuration that the
+// source covers, which FT's configuration pruning should leave out.
+void add_covered_config(Problem& p, int v, int source, bool duplicate, Rng& rng) {
+  const auto raise = [&](Cost c) {
+    if (duplicate) return c;
+    return Cost{c.time + rng.in(0, 2), c.memory + rng.in(0, 2)};
+  };
+  const size_t uv = static_cast<size_t>(v);
+  const Cost node = p.node_cost[uv][static_cast<size_t>(source)];
+  for (Problem::Edge& e : p.edges) {
+    const size_t ku = static_cast<size_t>(p.num_configs(e.u));
+    const size_t kv = static_cast<size_t>(p.num_configs(e.v));
+    std::vector<Cost> cost;
+    if (e.v == v) {
+      for (size_t a = 0; a < ku; ++a) {
+        for (size_t b = 0; b < kv; ++b) cost.push_back(e.cost[a * kv + b]);
+        cost.push_back(raise(e.cost[a * kv + static_cast<size_t>(source)]));
+      }
+    } else if (e.u == v) {
+      cost = e.cost;
+      for (size_t b = 0; b < kv; ++b) cost.push_back(raise(e.cost[static_cast<size_t>(source) * kv + b]));
+    } else {
+      continue;
+    }
+    e.cost = std::move(cost);
+  }
+  p.node_cost[uv].push_back(raise(node));
+}
+
+}  // namespace
+
+TEST_CASE("ft: covered and duplicate configurations change nothing; duplicates never chosen") {
+  Rng rng(8128);
+  int duplicates_seen = 0;
+  for (int round = 0; round < 60; ++round) {
+    const Shape shape = static_cast<Shape>(round % static_cast<int>(Shape::kCount));
+    const int n = rng.in(2, 6);
+    Problem p = random_problem(shape, n, /*max_k=*/3, /*range=*/9, /*edge_scale=*/1, rng);
+    std::vector<std::pair<int, int>> duplicates;  // (node, configuration) exact copies
+    for (int v = 0; v < n; ++v) {
+      for (int extra = rng.below(3); extra > 0; --extra) {
+        const bool duplicate = rng.below(2) == 0;
+        add_covered_config(p, v, rng.below(p.num_configs(v)), duplicate, rng);
+        if (duplicate) duplicates.emplace_back(v, p.num_configs(v) - 1);
+      }
+    }
+    CAPTURE(shape_name(shape));
+    CAPTURE(round);
+    const FtResult ft = solve_ft(p);
+    const FtResult bf = solve_brute_force(p);
+    CHECK(render(ft) == render(bf));
+    CHECK(assignments_that_evaluate_to_their_cost(p, ft) == static_cast<int>(ft.points.size()));
+    int uses_duplicate = 0;
+    for (const FrontierPoint& point : ft.points) {
+      for (auto [v, k] : duplicates) uses_duplicate += point.assignment[static_cast<size_t>(v)] == k;
+    }
+    CHECK(uses_duplicate == 0);  // of equal costs the lower configuration wins
+    duplicates_seen += static_cast<int>(duplicates.size());
+  }
+  CHECK(duplicates_seen > 30);
+}
+
 TEST_CASE("ft: no random strategy beats the frontier on 30-node chains and DAGs") {
   Rng rng(77);
   for (int i = 0; i < 10; ++i) {
