@@ -64,6 +64,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& ou
                 bytes_human(static_cast<double>(f.peak_bytes)).c_str());
   out << head;
   for (const std::string& s : f.skipped) out << "  skipped mesh " << s << "\n";
+  for (const MeshStats& m : f.meshes)
+    if (!m.approximation.empty()) out << "  mesh " << m.mesh << ": " << m.approximation << "\n";
   out << "      #     time/step   samples/s   memory/GPU  mesh     strategy\n";
   std::vector<size_t> show = rows_to_show(f.points.size(), rows, gp.chosen);
   for (size_t i : show) {
@@ -80,6 +82,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& ou
     out << "  (" << show.size() << " of " << f.points.size() << " points shown; --rows 0 shows all, --json writes all)\n";
   out << "  " << gp.reason << "\n";
   if (!gp.baselines.empty()) {
+    bool approximate = false;
+    for (const MeshStats& m : f.meshes) approximate = approximate || !m.approximation.empty();
     out << "  baselines, as the frontier sees them:\n";
     for (const Baseline& b : gp.baselines) {
       int dom = -1;
@@ -90,7 +94,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& ou
                     bytes_human(b.cost.memory).c_str(), mesh_shape(b.space->mesh()).c_str(),
                     summarize_strategy(*b.space, b.assignment).c_str(),
                     dom >= 0 ? ("point " + std::to_string(dom) + " is as fast or faster with no more memory").c_str()
-                             : "NOT dominated by the frontier (a bug: please report)");
+                    : approximate ? "not dominated: this frontier is approximate (see above)"
+                                  : "NOT dominated by the frontier (a bug: please report)");
       out << line;
     }
     if (!f.points.empty()) out << "    fastest plan           point 0, " << seconds_human(f.points[0].cost.time) << "\n";

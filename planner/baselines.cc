@@ -6,39 +6,10 @@ namespace tensoropt::planner {
 
 std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
                                                    const std::vector<std::vector<int>>& allowed) {
-  const Problem& full = space.problem();
-  const int n = full.num_nodes();
-  std::vector<std::vector<int>> keep(static_cast<size_t>(n));
-  for (int v = 0; v < n; ++v) {
-    const auto& a = allowed[static_cast<size_t>(v)];
-    if (a.empty()) {
-      keep[static_cast<size_t>(v)].resize(static_cast<size_t>(full.num_configs(v)));
-      for (int k = 0; k < full.num_configs(v); ++k) keep[static_cast<size_t>(v)][static_cast<size_t>(k)] = k;
-    } else {
-      keep[static_cast<size_t>(v)] = a;
-    }
-  }
-  Problem sub;
-  for (int v = 0; v < n; ++v) {
-    std::vector<Cost> costs;
-    for (int k : keep[static_cast<size_t>(v)]) costs.push_back(full.node_cost[static_cast<size_t>(v)][static_cast<size_t>(k)]);
-    sub.node_cost.push_back(std::move(costs));
-  }
-  for (const Problem::Edge& e : full.edges) {
-    Problem::Edge s;
-    s.u = e.u;
-    s.v = e.v;
-    const int kv = full.num_configs(e.v);
-    for (int a : keep[static_cast<size_t>(e.u)])
-      for (int b : keep[static_cast<size_t>(e.v)]) s.cost.push_back(e.cost[static_cast<size_t>(a) * static_cast<size_t>(kv) + static_cast<size_t>(b)]);
-    sub.edges.push_back(std::move(s));
-  }
-  FtResult r = solve_ft(sub);
+  std::string approximation;
+  FtResult r = solve_with_fallback(space, allowed, {}, approximation, /*time_only=*/true);
   if (r.points.empty()) return std::nullopt;
-  std::vector<int> assignment(static_cast<size_t>(n));
-  for (int v = 0; v < n; ++v)
-    assignment[static_cast<size_t>(v)] = keep[static_cast<size_t>(v)][static_cast<size_t>(r.points.front().assignment[static_cast<size_t>(v)])];
-  return assignment;
+  return std::move(r.points.front().assignment);
 }
 
 namespace {
@@ -57,7 +28,11 @@ std::vector<bool> parameter_dims(const StrategySpace& space, const Variable& v) 
   return out;
 }
 
+}  // namespace
+
 bool is_batch(const Variable& v, int d) { return d >= 0 && v.space.dims[static_cast<size_t>(d)].role == DimRole::Batch; }
+
+namespace {
 
 // Allowed configurations per variable for a baseline. `op_rule(v, config)` filters op configs
 // (recompute never); `zero` is the one ZeRO level parameters may take (-1: any).
@@ -82,7 +57,8 @@ std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_ru
   return allowed;
 }
 
-// Every axis splits the op's batch dim when it has one; otherwise the op replicates.
+}  // namespace
+
 bool data_parallel(const Variable& v, const OpConfig& c) {
   bool has_batch = std::any_of(v.space.dims.begin(), v.space.dims.end(), [](const IterDim& d) { return d.role == DimRole::Batch; });
   for (int d : c.axis_dim) {
@@ -90,8 +66,6 @@ bool data_parallel(const Variable& v, const OpConfig& c) {
   }
   return true;
 }
-
-}  // namespace
 
 std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
                                      const PlanOptions& options) {

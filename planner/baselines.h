@@ -11,7 +11,8 @@
 //                   reads a parameter splits one of the parameter's dims (column, row, heads,
 //                   channels) when it has such a configuration, other ops do not split their batch;
 //                   on the outer axis ops split the batch. No recompute, no ZeRO.
-// A baseline whose restriction leaves some variable without a configuration is not reported.
+// A baseline whose restriction leaves some variable without a configuration is not reported. In
+// densely connected regions the wide-region restriction of plan.h applies here too.
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
@@ -33,9 +34,15 @@ struct Baseline {
 std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
                                      const PlanOptions& options);
 
-// FT over a restriction: allowed[v] lists the configurations variable v may take (all when empty).
-// Returns the fastest point's full assignment, or nullopt when some variable has none allowed.
+// A fastest strategy of the restriction (solve_with_fallback, time only; plan.h); nullopt when there
+// is none. Among strategies of equal time FT's order decides, not memory.
 std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
                                                    const std::vector<std::vector<int>>& allowed);
+
+// Whether dim d of op variable v carries the batch.
+bool is_batch(const Variable& v, int d);
+// The data-parallel rule: every mesh axis splits the op's batch dim when it has one; otherwise the
+// op replicates.
+bool data_parallel(const Variable& v, const OpConfig& c);
 
 }  // namespace tensoropt::planner

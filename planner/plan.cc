@@ -1,12 +1,188 @@
 #include "planner/plan.h"
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <stdexcept>
 
 #include "graph/error.h"
+#include "planner/baselines.h"
+#include "planner/elimination_order.h"
 
 namespace tensoropt::planner {
+
+namespace {
+
+// Factors over more entries than this are not attempted exactly (each entry holds a frontier).
+constexpr double kMaxExactFactorEntries = 1 << 16;
+// Nor orders this wide: the work per elimination grows with the scope even where few
+// configurations are left (transformers and ResNets have width 2 or 3; DenseNet's blocks ~25).
+constexpr int kMaxExactWidth = 8;
+
+// The Problem restricted to `allowed`, and per variable the kept configurations.
+std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const StrategySpace& space,
+                                                                     const std::vector<std::vector<int>>& allowed,
+                                                                     bool time_only) {
+  const Problem& full = space.problem();
+  const int n = full.num_nodes();
+  std::vector<std::vector<int>> keep(static_cast<size_t>(n));
+  for (int v = 0; v < n; ++v) {
+    auto& k = keep[static_cast<size_t>(v)];
+    if (static_cast<size_t>(v) < allowed.size() && !allowed[static_cast<size_t>(v)].empty()) {
+      k = allowed[static_cast<size_t>(v)];
+    } else {
+      for (int c = 0; c < full.num_configs(v); ++c) k.push_back(c);
+    }
+  }
+  Problem sub;
+  for (int v = 0; v < n; ++v) {
+    std::vector<Cost> costs;
+    for (int k : keep[static_cast<size_t>(v)]) costs.push_back(full.node_cost[static_cast<size_t>(v)][static_cast<size_t>(k)]);
+    if (time_only)
+      for (Cost& c : costs) c.memory = 0;
+    sub.node_cost.push_back(std::move(costs));
+  }
+  for (const Problem::Edge& e : full.edges) {
+    Problem::Edge s;
+    s.u = e.u;
+    s.v = e.v;
+    const size_t kv = static_cast<size_t>(full.num_configs(e.v));
+    for (int a : keep[static_cast<size_t>(e.u)])
+      for (int b : keep[static_cast<size_t>(e.v)]) s.cost.push_back(e.cost[static_cast<size_t>(a) * kv + static_cast<size_t>(b)]);
+    if (time_only)
+      for (Cost& c : s.cost) c.memory = 0;
+    sub.edges.push_back(std::move(s));
+  }
+  return {std::move(sub), std::move(keep)};
+}
+
+// Whether FT may be tried exactly on `p`: no factor above kMaxExactFactorEntries entries and an
+// elimination order no wider than kMaxExactWidth, unless every variable left has one choice.
+bool tractable(const Problem& p) {
+  EliminationOrder order = greedy_elimination_order(p);
+  double largest = 0;
+  for (const auto& scope : order.scopes) {
+    double entries = 1;
+    for (int v : scope) entries *= p.num_configs(v);
+    largest = std::max(largest, entries);
+  }
+  return largest <= kMaxExactFactorEntries && (order.width <= kMaxExactWidth || largest <= 64);
+}
+
+}  // namespace
+
+FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                          const FtOptions& options, bool time_only) {
+  auto [sub, keep] = restricted_problem(space, allowed, time_only);
+  FtResult r = solve_ft(sub, options);
+  for (FrontierPoint& p : r.points)
+    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
+  return r;
+}
+
+namespace {
+
+// Configurations of variable v in a uniform family: data parallel (batch) or replicated.
+std::vector<int> family_configs(const StrategySpace& space, int var, bool batch) {
+  const Variable& v = space.variables()[static_cast<size_t>(var)];
+  std::vector<int> out;
+  for (size_t k = 0; k < v.configs.size(); ++k) {
+    const VarConfig& c = v.configs[k];
+    bool ok = false;
+    if (v.kind == VarKind::Op) {
+      const OpConfig& oc = v.op_configs[static_cast<size_t>(c.op_config)];
+      ok = !c.recompute && (batch ? data_parallel(v, oc)
+                                  : std::all_of(oc.axis_dim.begin(), oc.axis_dim.end(), [](int d) { return d < 0; }));
+    } else if (v.kind == VarKind::Parameter) {
+      ok = true;
+    } else {
+      int b = space.graph().tensors[static_cast<size_t>(v.tensor)].batch_axis;
+      Placement want = batch && b >= 0 ? Placement::shard(b) : Placement::replicate();
+      ok = std::all_of(c.layout.placements().begin(), c.layout.placements().end(), [&](const Placement& p) { return p == want; });
+    }
+    if (ok) out.push_back(static_cast<int>(k));
+  }
+  return out;
+}
+
+}  // namespace
+
+FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                             const FtOptions& ft, std::string& approximation, bool time_only) {
+  try {
+    // Refuse at once when the elimination order promises a factor beyond the budget, rather than
+    // after building the factors that precede it.
+    if (!tractable(restricted_problem(space, allowed, time_only).first)) throw std::length_error("elimination width");
+    return solve_restricted(space, allowed, ft, time_only);
+  } catch (const std::length_error&) {
+    const Problem& p = space.problem();
+    const int n = p.num_nodes();
+    std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+    for (const Problem::Edge& e : p.edges) {
+      adj[static_cast<size_t>(e.u)].push_back(e.v);
+      adj[static_cast<size_t>(e.v)].push_back(e.u);
+    }
+    std::vector<bool> wide(static_cast<size_t>(n), false);
+    for (int v = 0; v < n; ++v) {
+      auto& a = adj[static_cast<size_t>(v)];
+      std::sort(a.begin(), a.end());
+      a.erase(std::unique(a.begin(), a.end()), a.end());
+      wide[static_cast<size_t>(v)] = a.size() > 6;
+    }
+    for (int ring = 0; ring < 3; ++ring) {
+      if (ring > 0) {
+        std::vector<bool> grown = wide;
+        for (int v = 0; v < n; ++v)
+          if (wide[static_cast<size_t>(v)])
+            for (int u : adj[static_cast<size_t>(v)]) grown[static_cast<size_t>(u)] = true;
+        wide = grown;
+      }
+      std::vector<FrontierPoint> all;
+      FtStats stats;
+      int restricted = 0;
+      for (bool batch : {true, false}) {
+        std::vector<std::vector<int>> narrowed = allowed;
+        narrowed.resize(static_cast<size_t>(n));
+        restricted = 0;
+        for (int v = 0; v < n; ++v) {
+          if (!wide[static_cast<size_t>(v)]) continue;
+          std::vector<int> family = family_configs(space, v, batch);
+          auto& a = narrowed[static_cast<size_t>(v)];
+          if (!a.empty()) {
+            std::vector<int> both;
+            std::set_intersection(a.begin(), a.end(), family.begin(), family.end(), std::back_inserter(both));
+            family = both;
+          }
+          if (family.empty()) continue;  // nothing uniform to restrict it to: left as it was
+          a = family;
+          ++restricted;
+        }
+        try {
+          if (!tractable(restricted_problem(space, narrowed, time_only).first)) continue;
+          FtResult r = solve_restricted(space, narrowed, ft, time_only);
+          stats.seconds += r.stats.seconds;
+          stats.peak_bytes = std::max(stats.peak_bytes, r.stats.peak_bytes);
+          stats.width = std::max(stats.width, r.stats.width);
+          for (FrontierPoint& q : r.points) all.push_back(std::move(q));
+        } catch (const std::length_error&) {
+        }
+      }
+      if (all.empty()) continue;
+      approximation = "approximate: " + std::to_string(restricted) +
+                      " variables of densely connected regions restricted to uniform data-parallel or replicated strategies";
+      std::stable_sort(all.begin(), all.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
+        return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
+      });
+      FtResult out;
+      out.stats = stats;
+      for (FrontierPoint& q : all)
+        if (out.points.empty() || q.cost.memory < out.points.back().cost.memory) out.points.push_back(std::move(q));
+      return out;
+    }
+    throw;
+  }
+}
+
 
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes) {
   if (max_mesh_axes < 1 || max_mesh_axes > 3) throw InputError("--mesh-axes must be 1, 2 or 3");
@@ -43,7 +219,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     }
     FtResult r;
     try {
-      r = solve_ft(space->problem(), ft);
+      r = solve_with_fallback(*space, {}, ft, ms.approximation);
     } catch (const std::length_error& e) {
       out.skipped.push_back(mesh.str() + ": " + e.what());
       continue;

@@ -9,8 +9,15 @@
 // Points. Each FT point's assignment is re-costed with StrategySpace::cost (the Problem's sum plus
 // the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
 // memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
-// Errors: InputError for bad options; a mesh whose FT refuses (max_factor_points) is skipped and
-// named in GpuFrontier::skipped, never silently.
+// Wide regions. Densely connected graphs (DenseNet's concatenations: every layer's output read by
+// every later layer of its block) have elimination width ~20, beyond any exact factor. When the
+// elimination order is wider than 8 or promises a factor of more than 65,536 entries, or FT
+// refuses, the variables with more than 6 neighbours (then also their neighbours, then
+// theirs) are restricted to uniform strategies, solved once with every such op data parallel and
+// every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
+// MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
+// Errors: InputError for bad options; a mesh that cannot be solved even so is skipped and named
+// in GpuFrontier::skipped, never silently.
 // Thread-safety: plan_frontier touches only its arguments.
 #pragma once
 
@@ -44,10 +51,13 @@ struct PlanPoint {
 
 struct MeshStats {
   std::string mesh;
+  // Empty when the frontier of this mesh is exact; otherwise what was restricted to make FT fit
+  // (see plan_frontier).
   int variables = 0;
   int64_t configurations = 0;  // sum over variables
   int frontier_points = 0;     // FT's, before the merge
   FtStats ft;
+  std::string approximation;
 };
 
 struct GpuFrontier {
@@ -59,6 +69,17 @@ struct GpuFrontier {
   double seconds = 0;                // whole frontier, spaces built and solved
   int64_t peak_bytes = 0;            // largest FT working set of one mesh
 };
+
+// FT over a restriction of a space: allowed[v] lists the configurations variable v may take (all
+// when empty). The points carry full assignments of the space, with the Problem costs FT
+// solved: with `time_only`, memory counts as 0, so the one point is a fastest strategy (min-plus).
+FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                          const FtOptions& options, bool time_only = false);
+
+// solve_restricted, with the wide-region restriction below when FT refuses; `approximation` is
+// set to what was restricted, left alone when the result is exact.
+FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                             const FtOptions& options, std::string& approximation, bool time_only = false);
 
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes);
 

@@ -151,7 +151,8 @@ std::string plan_json(const PlanSettings& settings, const Graph& graph, const st
     for (const MeshStats& m : f.meshes)
       meshes.push_back({{"mesh", m.mesh}, {"variables", m.variables}, {"configurations", m.configurations},
                         {"frontier_points", m.frontier_points}, {"ft_seconds", m.ft.seconds}, {"width", m.ft.width},
-                        {"peak_bytes", m.ft.peak_bytes}});
+                        {"peak_bytes", m.ft.peak_bytes},
+                        {"exact", m.approximation.empty()}, {"approximation", m.approximation}});
     fj["planner"] = {{"seconds", f.seconds}, {"peak_bytes", f.peak_bytes}, {"meshes", meshes}, {"skipped", f.skipped}};
     fj["chosen"] = gp.chosen >= 0 ? ordered_json(gp.chosen) : ordered_json(nullptr);
     fj["chosen_reason"] = gp.reason;

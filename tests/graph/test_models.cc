@@ -61,7 +61,7 @@ double matmul_macs(const ModelSummary& s) {
 
 TEST_CASE("shipped models: parameters, buffers and MACs equal PyTorch's; static at batch 1, 8, 64") {
   auto m = manifest("models");
-  REQUIRE(m.size() == 6);
+  REQUIRE(m.size() == 7);
   for (auto& [name, entry] : m.items()) {
     CAPTURE(name);
     for (int64_t batch : {1, 8, 64}) {
@@ -181,6 +181,9 @@ TEST_CASE("activation memory saved for backward matches PyTorch's saved tensors"
     for (auto& [name, entry] : m.items()) {
       if (name == "resnet18_eval") continue;  // BatchNorm folded into Conv: not PyTorch's graph
       if (entry.contains("expect_error")) continue;
+      // GPT-2 XL: PyTorch keeps ~19 GiB per sample, more than the export machine holds; its
+      // manifest entry says so and carries no reference.
+      if (!entry.contains("saved_activation_bytes")) continue;
       for (int64_t batch : {1, 2}) {
         CAPTURE(name);
         CAPTURE(batch);

@@ -1,0 +1,178 @@
+// The strategy space of real graphs: FT against brute force on small real subgraphs, random
+// strategies against the frontier, data parallelism inside the space for every model, and the
+// one-GPU costs against the model summary.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "graph/import.h"
+#include "graph/summary.h"
+#include "planner/baselines.h"
+#include "planner/brute_force.h"
+#include "planner/plan.h"
+#include "tests/onnx_builder.h"
+
+namespace tensoropt::planner {
+namespace {
+
+const Cluster kH100 = load_cluster("h100-sxm");
+
+Graph mlp(bool residual) {
+  test::ModelBuilder b;
+  b.input("x", {-1, 8}).input("w1", {8, 16}).input("w2", {16, 8});
+  b.node("MatMul", {"x", "w1"}, {"h"}).node("Relu", {"h"}, {"r"}).node("MatMul", {"r", "w2"}, {"y"});
+  if (residual) {
+    b.node("Add", {"y", "x"}, {"z"}).output("z");
+  } else {
+    b.output("y");
+  }
+  return import_onnx_bytes(b.bytes(), "mlp.onnx", {.batch = 4});
+}
+
+// Attention's fork: one input read by the Q, K and V projections, a softmax over scores.
+Graph tiny_attention() {
+  test::ModelBuilder b;
+  b.input("x", {-1, 4, 8}).input("wq", {8, 8}).input("wk", {8, 8}).input("wv", {8, 8});
+  b.node("MatMul", {"x", "wq"}, {"q"}).node("MatMul", {"x", "wk"}, {"k"}).node("MatMul", {"x", "wv"}, {"v"});
+  b.node("Transpose", {"k"}, {"kt"}).attr("perm", std::vector<int64_t>{0, 2, 1});
+  b.node("MatMul", {"q", "kt"}, {"s"}).node("Softmax", {"s"}, {"p"}).attr("axis", int64_t{-1});
+  b.node("MatMul", {"p", "v"}, {"o"}).output("o");
+  return import_onnx_bytes(b.bytes(), "attention.onnx", {.batch = 2});
+}
+
+double strategies(const Problem& p) {
+  double n = 1;
+  for (int v = 0; v < p.num_nodes(); ++v) n *= p.num_configs(v);
+  return n;
+}
+
+void check_equal(const FtResult& ft, const FtResult& bf) {
+  REQUIRE(ft.points.size() == bf.points.size());
+  for (size_t i = 0; i < ft.points.size(); ++i) {
+    CHECK(ft.points[i].cost.time == doctest::Approx(bf.points[i].cost.time).epsilon(1e-12));
+    CHECK(ft.points[i].cost.memory == doctest::Approx(bf.points[i].cost.memory).epsilon(1e-12));
+  }
+}
+
+std::string fixture(const std::string& name) { return std::string(TENSOROPT_SOURCE_DIR) + "/" + name; }
+
+}  // namespace
+
+TEST_CASE("strategy space: FT equals brute force on small real subgraphs") {
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  struct Case {
+    std::string name;
+    Graph graph;
+    std::vector<int> mesh;
+    bool options = true;  // recompute and ZeRO offered
+  };
+  std::vector<Case> cases;
+  cases.push_back({"mlp [2]", mlp(true), {2}});
+  cases.push_back({"mlp [2,2]", mlp(false), {2, 2}, false});
+  cases.push_back({"attention [2]", tiny_attention(), {2}, false});
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    for (bool bf16 : {false, true}) {
+      SpaceOptions o;
+      o.training.precision = bf16 ? Precision::Bf16 : Precision::Fp32;
+      o.training.optimizer = bf16 ? Optimizer::Adam : Optimizer::Momentum;
+      o.recompute = o.zero = c.options;
+      StrategySpace s(c.graph, DeviceMesh::with_shape(kH100, c.mesh), compute, o);
+      const double n = strategies(s.problem());
+      CAPTURE(n);
+      REQUIRE(n <= static_cast<double>(kMaxBruteForceStrategies));
+      CHECK(n >= 1000);  // a real choice, not a handful of strategies
+      FtResult ft = solve_ft(s.problem());
+      check_equal(ft, solve_brute_force(s.problem()));
+      CHECK(ft.points.size() >= 2);  // a trade-off exists
+      for (const FrontierPoint& p : ft.points) {
+        Breakdown b = s.breakdown(p.assignment);
+        CHECK(b.time() == doctest::Approx(p.cost.time).epsilon(1e-12));
+        CHECK(b.memory() - b[Term::Workspace] == doctest::Approx(p.cost.memory).epsilon(1e-12));
+      }
+    }
+  }
+}
+
+TEST_CASE("strategy space: random strategies never dominate the frontier") {
+  Graph g = import_onnx_file(fixture("tests/fixtures/models/gpt_gelu_tanh.onnx"), {.batch = 4});
+  AnalyticCompute compute(kH100, Precision::Bf16);
+  SpaceOptions o;
+  o.training.precision = Precision::Bf16;
+  StrategySpace s(g, DeviceMesh::with_shape(kH100, {2, 2}), compute, o);
+  FtResult ft = solve_ft(s.problem());
+  REQUIRE(ft.points.size() >= 2);
+  std::mt19937_64 rng(7);
+  int checked = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<int> a(s.variables().size());
+    for (size_t v = 0; v < a.size(); ++v) {
+      // Mostly the fastest point's choices with some variables redrawn, so the draws land near
+      // the frontier, where a broken solver would be caught, not in the far worse bulk.
+      int k = static_cast<int>(s.variables()[v].configs.size());
+      bool redraw = std::uniform_int_distribution<int>(0, 9)(rng) < (trial % 10 + 1);
+      a[v] = redraw ? std::uniform_int_distribution<int>(0, k - 1)(rng)
+                    : ft.points[static_cast<size_t>(trial) % ft.points.size()].assignment[v];
+    }
+    Cost c = evaluate(s.problem(), a);
+    bool dominated = false;
+    for (const FrontierPoint& p : ft.points) dominated = dominated || weakly_dominates(p.cost, c);
+    CHECK(dominated);
+    ++checked;
+  }
+  CHECK(checked == 3000);
+}
+
+TEST_CASE("strategy space: pure data parallelism is in the space and the frontier dominates it, every model") {
+  std::vector<std::string> models = {"models/resnet18.onnx", "models/resnet50.onnx", "models/vgg16.onnx",
+                                     "models/vit_b_16.onnx", "models/bert_base.onnx", "models/gpt2_small.onnx"};
+  std::ifstream mf(fixture("tests/fixtures/models/manifest.json"));
+  nlohmann::json manifest = nlohmann::json::parse(mf);
+  for (auto it = manifest.begin(); it != manifest.end(); ++it) {
+    if (it.value().contains("expect_error")) continue;
+    models.push_back("tests/fixtures/models/" + it.key() + ".onnx");
+  }
+  for (const std::string& m : models) {
+    CAPTURE(m);
+    Graph g = import_onnx_file(fixture(m), {.batch = 8});
+    AnalyticCompute compute(kH100, Precision::Fp32);
+    PlanOptions o;
+    o.max_mesh_axes = 1;
+    GpuFrontier f = plan_frontier(g, kH100, 2, compute, o);
+    std::vector<Baseline> bs = find_baselines(g, kH100, 2, compute, o);
+    REQUIRE(!bs.empty());
+    CHECK(bs[0].name == "data parallel");
+    bool dominated = false;
+    for (const PlanPoint& p : f.points) dominated = dominated || weakly_dominates(p.cost, bs[0].cost);
+    CHECK(dominated);
+  }
+}
+
+TEST_CASE("strategy space: on one GPU, the saved activations are the model summary's") {
+  for (const char* m : {"models/resnet18.onnx", "models/gpt2_small.onnx", "models/vit_b_16.onnx"}) {
+    CAPTURE(m);
+    Graph g = import_onnx_file(fixture(m), {.batch = 2});
+    AnalyticCompute compute(kH100, Precision::Fp32);
+    SpaceOptions o;
+    o.recompute = false;
+    StrategySpace s(g, DeviceMesh::with_shape(kH100, {1}), compute, o);
+    std::vector<int> only(s.variables().size(), 0);
+    Breakdown b = s.breakdown(only);
+    ModelSummary sum = summarize(g);
+    CHECK(b[Term::Weights] == static_cast<double>(sum.parameter_bytes));
+    CHECK(b[Term::Gradients] == static_cast<double>(sum.parameter_bytes));
+    CHECK(b[Term::OptimizerState] == 2.0 * static_cast<double>(sum.parameter_bytes));
+    // The summary counts a kept data input as an activation, the space as a data input; the space
+    // also counts views of a kept tensor as copies, and the loss's hold on the outputs.
+    double kept = b[Term::Activations] + b[Term::DataInputs];
+    CHECK(kept >= static_cast<double>(sum.activation_bytes));
+    CHECK(kept <= 1.25 * static_cast<double>(sum.activation_bytes));
+    CHECK(b[Term::ComputeForward] > 0);
+    for (int t = static_cast<int>(Term::CommFirst); t <= static_cast<int>(Term::CommLast); ++t)
+      CHECK(b[static_cast<Term>(t)] == 0);
+  }
+}
+
+}  // namespace tensoropt::planner
