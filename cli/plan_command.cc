@@ -124,6 +124,8 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   const auto start = clock::now();
   std::vector<int> counts = parse_gpu_counts(args.gpus);
   if (!(args.epsilon >= 0) || args.epsilon >= 1) throw InputError("--epsilon must be at least 0 and below 1");
+  if (args.mesh_axes < 1 || args.mesh_axes > 3) throw InputError("--mesh-axes must be 1, 2 or 3");
+  if (args.rows < 0) throw InputError("--rows must be 0 (all) or more");
   PlanSettings settings;
   settings.model_path = args.model;
   settings.cluster = load_cluster(args.cluster);

@@ -130,3 +130,83 @@ TEST_CASE("cli: docs/ops.md holds the table `tensoropt ops --markdown` prints") 
 }
 
 }  // namespace tensoropt
+
+namespace tensoropt {
+
+TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate reproduces every point exactly") {
+  std::string plan = (temp_dir() / "plan.json").string();
+  std::string svg = (temp_dir() / "plan.svg").string();
+  Result r = run("plan " + model("resnet18.onnx") + " --gpus 1,2 --batch 8 --mesh-axes 1 --baselines --json " + plan +
+                 " --plot " + svg);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "1 GPU: "));
+  CHECK(has(r.out, "2 GPUs: "));
+  CHECK(has(r.out, "chosen: point 0, the fastest"));
+  CHECK(has(r.out, "data parallel"));
+  CHECK_FALSE(has(r.out, "NOT dominated"));
+  CHECK(has(slurp(svg), "<svg"));
+  nlohmann::json j = nlohmann::json::parse(slurp(plan));
+  CHECK(j["format"] == "tensoropt-plan");
+  CHECK(j["version"] == 1);
+  CHECK(j["model"]["batch"] == 8);
+  REQUIRE(j["frontiers"].size() == 2);
+  const auto& f = j["frontiers"][1];
+  CHECK(f["gpus"] == 2);
+  const auto& pts = f["points"];
+  REQUIRE(pts.size() >= 2);
+  for (size_t i = 1; i < pts.size(); ++i) {
+    CHECK(pts[i]["time_s"].get<double>() > pts[i - 1]["time_s"].get<double>());
+    CHECK(pts[i]["memory_bytes"].get<double>() < pts[i - 1]["memory_bytes"].get<double>());
+  }
+  for (size_t k : {size_t{0}, pts.size() / 2, pts.size() - 1}) {
+    CAPTURE(k);
+    Result e = run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --point " + std::to_string(k) + " --json");
+    CAPTURE(e.err);
+    REQUIRE(e.code == 0);
+    nlohmann::json ej = nlohmann::json::parse(e.out);
+    CHECK(ej["time_s"].get<double>() == pts[k]["time_s"].get<double>());
+    CHECK(ej["memory_bytes"].get<double>() == pts[k]["memory_bytes"].get<double>());
+    CHECK(ej["matches_plan"] == true);
+    double sum = 0;
+    for (auto it = ej["breakdown"].begin(); it != ej["breakdown"].end(); ++it)
+      if (it.key().ends_with("_bytes")) sum += it.value().get<double>();
+    CHECK(sum == doctest::Approx(ej["memory_bytes"].get<double>()).epsilon(1e-12));
+  }
+  // A hand-written strategy file: a baseline's strategy, as the plan records it by name.
+  nlohmann::json strategy = {{"format", "tensoropt-strategy"}, {"version", 1},
+                             {"mesh", f["baselines"][0]["strategy"]["mesh"]},
+                             {"configs", f["baselines"][0]["strategy"]["configs"]}};
+  std::string sfile = write_temp("dp.json", strategy.dump());
+  Result e = run("evaluate " + model("resnet18.onnx") + " --strategy " + sfile + " --batch 8 --json");
+  CAPTURE(e.err);
+  REQUIRE(e.code == 0);
+  CHECK(nlohmann::json::parse(e.out)["time_s"].get<double>() == f["baselines"][0]["time_s"].get<double>());
+  strategy["configs"].erase(strategy["configs"].begin());
+  std::string partial = write_temp("partial.json", strategy.dump());
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + partial + " --batch 8"), "1 variables have no configuration");
+  check_refused(run("evaluate " + model("resnet50.onnx") + " --strategy " + plan + " --gpus 2"), "not the model the plan was made for");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan), "choose one with --gpus");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --point 100000"), "out of range");
+}
+
+TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
+  std::string m = model("resnet18.onnx");
+  check_refused(run("plan " + m + " --gpus 0 --batch 8"), "--gpus");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --dtype fp8"), "--dtype");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --optimizer lion"), "--optimizer");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --memory-budget lots"), "--memory-budget");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --cluster dgx-z"), "--cluster");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --epsilon -1"), "--epsilon");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
+  check_refused(run("plan " + m + " --batch 8"), "--gpus");
+}
+
+TEST_CASE("cli: plan marks no point when nothing fits the memory budget") {
+  Result r = run("plan " + model("resnet18.onnx") + " --gpus 1 --batch 8 --memory-budget 1MiB");
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "no point fits the memory budget of 1.00 MiB"));
+  CHECK_FALSE(has(r.out, "  *"));
+}
+
+}  // namespace tensoropt
