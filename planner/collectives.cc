@@ -52,6 +52,14 @@ double step_time(const Step& step, const DeviceMesh& mesh) {
   return collective_time(step.kind, static_cast<double>(step.bytes), step.group_size, ax.link);
 }
 
+double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucket_bytes) {
+  TO_CHECK(bucket_bytes > 0);
+  const MeshAxis& ax = mesh.axis(step.mesh_axis);
+  double latency = collective_time(step.kind, 0, step.group_size, ax.link);
+  double share = std::min(1.0, static_cast<double>(step.bytes) / bucket_bytes);
+  return step_time(step, mesh) - (1 - share) * latency;
+}
+
 double plan_time(const RedistributePlan& plan, const DeviceMesh& mesh) {
   double t = 0;
   for (const auto& s : plan.steps) t += step_time(s, mesh);

@@ -40,6 +40,13 @@ double all_reduce_time(double bytes, int n, const LinkLevel& link);  // the min 
 double collective_time(StepKind kind, double bytes, int n, const LinkLevel& link);
 // One step on its mesh axis' link level.
 double step_time(const Step& step, const DeviceMesh& mesh);
+// Gradient synchronisation, bucketed: frameworks pack gradients into buckets (PyTorch DDP's
+// bucket_cap_mb, 25 MiB by default) and run one collective per bucket, so a parameter's share of
+// the latency terms is its share of a bucket:
+//   step_time - (1 - min(1, bytes / bucket_bytes)) * latency,  latency = collective_time(kind, 0, n)
+// A sum over parameters of these is the bucketed total for full buckets; additive, so FT stays exact.
+inline constexpr double kGradientBucketBytes = 25.0 * 1024 * 1024;
+double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucket_bytes = kGradientBucketBytes);
 // The sum over the plan's steps. REQUIRES: `plan` came from redistribute (or backward_plan) on `mesh`.
 double plan_time(const RedistributePlan& plan, const DeviceMesh& mesh);
 

@@ -29,7 +29,7 @@ OpTime AnalyticCompute::op_time(const ShardWork& w) const {
 
 double AnalyticCompute::stream_time(double bytes) const {
   if (bytes <= 0) return 0;
-  return a_.launch_seconds + bytes / (gpu_.memory_bandwidth * a_.memory_efficiency);
+  return bytes / (gpu_.memory_bandwidth * a_.memory_efficiency);
 }
 
 }  // namespace tensoropt::planner

@@ -43,7 +43,9 @@ class ComputeModel {
   virtual ~ComputeModel() = default;
   virtual std::string name() const = 0;  // "analytic", or the profile it reads
   virtual OpTime op_time(const ShardWork& work) const = 0;
-  // One memory-bound pass reading and writing `bytes` in total (the optimizer step).
+  // One memory-bound pass reading and writing `bytes` in total (the optimizer step). Multi-tensor
+  // kernels (PyTorch's foreach/fused optimizers) update many parameters per launch, so no launch
+  // overhead is charged per call.
   virtual double stream_time(double bytes) const = 0;
 };
 

@@ -326,7 +326,8 @@ void StrategySpace::add_comm(Breakdown& b, Purpose p, const std::array<double, 4
 
 void StrategySpace::add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const {
   for (const Step& s : plan.steps)
-    if (is_collective(s.kind)) b[comm_term(p, s.kind)] += step_time(s, mesh_);
+    if (is_collective(s.kind))
+      b[comm_term(p, s.kind)] += p == Purpose::Gradient ? bucketed_step_time(s, mesh_) : step_time(s, mesh_);
 }
 
 Breakdown StrategySpace::loss_terms(int tensor, const Layout& layout) const {

@@ -18,7 +18,7 @@
 //   compute    roofline of the local shard per op, forward and backward (planner/compute_model.h);
 //              a recomputed op pays its forward again
 //   comm       every redistribution step's alpha-beta time (planner/collectives.h), by purpose
-//              (forward, backward, gradient synchronisation) and kind
+//              (forward, backward, gradient synchronisation: bucketed, bucketed_step_time) and kind
 //   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
 //   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-1 divides
 //              the optimizer state, ZeRO-2 also the gradients, by the replicating axes' sizes);

@@ -93,5 +93,29 @@ TEST_CASE("collectives: a plan's time is the sum of its steps on each axis' link
   CHECK(plan_time(redistribute({1024, 1024}, 4, Layout({S0, R}), Layout({S0, R}), mesh), mesh) == 0);
 }
 
+TEST_CASE("collectives: bucketed gradient steps share a bucket's latency by their bytes") {
+  auto c = load_cluster("h100-sxm");
+  auto mesh = DeviceMesh::for_cluster(c, 8);
+  auto P = Placement::partial();
+  auto R = Placement::replicate();
+  auto step_of = [&](int64_t elements) {
+    auto plan = redistribute({elements}, 4, Layout({P}), Layout({R}), mesh);
+    REQUIRE(plan.steps.size() == 1);
+    return plan.steps[0];
+  };
+  // A full bucket (25 MiB of fp32) pays exactly the unbucketed time.
+  Step full = step_of(int64_t{25} << 18);
+  CHECK(bucketed_step_time(full, mesh) == doctest::Approx(step_time(full, mesh)).epsilon(1e-12));
+  // 1,000 pieces of 1/1000 of a bucket cost what one bucket costs (latency paid once, not 1,000 times).
+  Step piece = step_of((int64_t{25} << 18) / 1000);
+  double sum = 1000 * bucketed_step_time(piece, mesh);
+  CHECK(sum == doctest::Approx(step_time(full, mesh)).epsilon(0.01));
+  CHECK(1000 * step_time(piece, mesh) > 2 * step_time(full, mesh));  // unbucketed: latency 1,000 times
+  // Never below the bandwidth term, never above the unbucketed time.
+  double latency = collective_time(StepKind::AllReduce, 0, 8, mesh.axis(0).link);
+  CHECK(bucketed_step_time(piece, mesh) >= step_time(piece, mesh) - latency);
+  CHECK(bucketed_step_time(piece, mesh) <= step_time(piece, mesh));
+}
+
 }  // namespace
 }  // namespace tensoropt::planner
