@@ -72,94 +72,14 @@ std::string Frontier::to_string() const {
   return out;
 }
 
-// Both sides sorted by time: the sums a_i + b_j for a fixed index of the shorter side, taken in
-// order along the longer side, are sorted too. The shorter side's lists are merged through a heap
-// in (time, memory, i, j) order, so the first of equal costs is the one with the lowest (i, j).
-// A list only ever offers its next sum whose memory beats the best memory kept so far (found by
-// binary search: along a list the summed memory is non-increasing, rounding included), so the
-// work follows the points that could survive rather than all |a| * |b| sums. The result equals
-// sorting every sum and pruning.
-// One side a single point: the other side shifted. Shifting keeps the order; rounding can make
-// neighbours' times or memories equal, which the same keep/replace rule as below resolves.
-static Frontier shifted(const Frontier& many, const Frontier::Point& one, bool one_is_left, const HandleCombiner& combine) {
-  std::vector<Frontier::Point> kept;
-  kept.reserve(many.size());
-  double best_memory = std::numeric_limits<double>::infinity();
-  for (const Frontier::Point& p : many.points()) {
-    const Cost c = one_is_left ? one.cost + p.cost : p.cost + one.cost;
-    if (!(c.memory < best_memory)) continue;
-    best_memory = c.memory;
-    if (!kept.empty() && kept.back().cost.time == c.time) kept.pop_back();
-    const Handle h = !combine ? kNoHandle : one_is_left ? combine(one.handle, p.handle) : combine(p.handle, one.handle);
-    kept.push_back({c, h});
-  }
-  return Frontier::from_sorted(std::move(kept));
-}
-
 Frontier minkowski_sum(const Frontier& a, const Frontier& b, const HandleCombiner& combine) {
-  if (a.empty() || b.empty()) return Frontier();
-  const auto& pa = a.points();
-  const auto& pb = b.points();
-  if (pa.size() == 1) return shifted(b, pa[0], true, combine);
-  if (pb.size() == 1) return shifted(a, pb[0], false, combine);
-  const bool a_short = pa.size() <= pb.size();
-  const auto& shorter = a_short ? pa : pb;
-  const auto& longer = a_short ? pb : pa;
-  struct Head {
-    Cost cost;
-    uint32_t list;  // index into the shorter side
-    uint32_t pos;   // index into the longer side
-    uint32_t i, j;  // indices into a and b, for tie-breaking
-  };
-  const auto later = [](const Head& x, const Head& y) {  // priority_queue keeps the earliest on top
-    if (cost_less(y.cost, x.cost)) return true;
-    if (cost_less(x.cost, y.cost)) return false;
-    return x.i != y.i ? x.i > y.i : x.j > y.j;
-  };
-  const auto head = [&](size_t list, size_t pos) {
-    const Head h{shorter[list].cost + longer[pos].cost, static_cast<uint32_t>(list),
-                 static_cast<uint32_t>(pos), 0, 0};
-    Head out = h;
-    out.i = a_short ? h.list : h.pos;
-    out.j = a_short ? h.pos : h.list;
-    return out;
-  };
-  std::vector<Head> heap;
-  heap.reserve(shorter.size());
-  for (size_t list = 0; list < shorter.size(); ++list) heap.push_back(head(list, 0));
-  std::make_heap(heap.begin(), heap.end(), later);
-
+  const SumTerm term{a.points(), b.points()};
+  thread_local std::vector<SumChoice> chosen;
+  union_of_sums({&term, 1}, chosen);
   std::vector<Frontier::Point> kept;
-  double best_memory = std::numeric_limits<double>::infinity();
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Head h = heap.back();
-    heap.pop_back();
-    if (h.cost.memory < best_memory) {
-      best_memory = h.cost.memory;
-      const Handle handle = combine ? combine(pa[h.i].handle, pb[h.j].handle) : kNoHandle;
-      // Sums that differ by less than an ulp of time round to equal times, and a list offers its
-      // next sum only after the previous one was taken: the later, lower-memory sum of equal time
-      // dominates the kept one and replaces it.
-      if (!kept.empty() && kept.back().cost.time == h.cost.time) kept.pop_back();
-      kept.push_back({h.cost, handle});
-    }
-    // Next position along this list whose sum has memory below best_memory.
-    const double base = shorter[h.list].cost.memory;
-    size_t lo = h.pos + 1;
-    size_t hi = longer.size();
-    while (lo < hi) {
-      const size_t mid = lo + (hi - lo) / 2;
-      if (base + longer[mid].cost.memory < best_memory) {
-        hi = mid;
-      } else {
-        lo = mid + 1;
-      }
-    }
-    if (lo < longer.size()) {
-      heap.push_back(head(h.list, lo));
-      std::push_heap(heap.begin(), heap.end(), later);
-    }
+  kept.reserve(chosen.size());
+  for (const SumChoice& c : chosen) {
+    kept.push_back({c.cost, combine ? combine(a.points()[c.i].handle, b.points()[c.j].handle) : kNoHandle});
   }
   return Frontier::from_sorted(std::move(kept));
 }
@@ -175,24 +95,24 @@ Frontier pareto_union(const Frontier& a, const Frontier& b) {
   return Frontier::from_sorted(prune_sorted(merged));
 }
 
-bool covers(const Frontier& a, const Frontier& b, bool strict) {
-  const auto& pa = a.points();
-  const auto& pb = b.points();
-  if (pb.empty()) return true;
-  if (pa.empty()) return false;
+Coverage coverage(std::span<const Frontier::Point> a, std::span<const Frontier::Point> b) {
+  if (b.empty()) return Coverage::kStrict;
+  if (a.empty()) return Coverage::kNone;
   // Necessary: b's fastest point needs an a point no slower, b's smallest one no bigger.
-  if (pa.front().cost.time > pb.front().cost.time || pa.back().cost.memory > pb.back().cost.memory) {
-    return false;
+  if (a.front().cost.time > b.front().cost.time || a.back().cost.memory > b.back().cost.memory) {
+    return Coverage::kNone;
   }
   // For each b point the a point of least memory among those no slower is the last one with
   // time <= its time (any other no slower has more memory, so if that one has q's cost, no
   // point of another cost dominates q); both sides ascend in time, so one pointer walks a.
+  bool strict = true;
   size_t i = 0;
-  for (const Frontier::Point& q : pb) {
-    while (i + 1 < pa.size() && pa[i + 1].cost.time <= q.cost.time) ++i;
-    if (pa[i].cost.memory > q.cost.memory || (strict && pa[i].cost == q.cost)) return false;
+  for (const Frontier::Point& q : b) {
+    while (i + 1 < a.size() && a[i + 1].cost.time <= q.cost.time) ++i;
+    if (a[i].cost.memory > q.cost.memory) return Coverage::kNone;
+    strict = strict && !(a[i].cost == q.cost);
   }
-  return true;
+  return strict ? Coverage::kStrict : Coverage::kWeak;
 }
 
 namespace {
@@ -229,6 +149,61 @@ size_t first_below(const Frontier::Point* points, size_t n, size_t from, double 
   return lo;
 }
 
+// A sum waiting in union_of_sums' heap, ordered by (time, memory, term, i, j): unique keys, so
+// the order in which sums leave the heap does not depend on the heap's layout.
+struct Head {
+  Cost cost;
+  uint32_t term, i, j;
+};
+
+bool earlier(const Head& x, const Head& y) {
+  if (x.cost.time != y.cost.time) return x.cost.time < y.cost.time;
+  if (x.cost.memory != y.cost.memory) return x.cost.memory < y.cost.memory;
+  if (x.term != y.term) return x.term < y.term;
+  return x.i != y.i ? x.i < y.i : x.j < y.j;
+}
+
+// Binary min-heap on earlier(); replace_top saves a sift when a list offers its next sum.
+class HeadHeap {
+ public:
+  void clear() { h_.clear(); }
+  bool empty() const { return h_.empty(); }
+  const Head& top() const { return h_.front(); }
+  void push(const Head& x) {
+    size_t i = h_.size();
+    h_.push_back(x);
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!earlier(x, h_[parent])) break;
+      h_[i] = h_[parent];
+      i = parent;
+    }
+    h_[i] = x;
+  }
+  void pop() {
+    const Head last = h_.back();
+    h_.pop_back();
+    if (!h_.empty()) sift_down(last);
+  }
+  void replace_top(const Head& x) { sift_down(x); }
+
+ private:
+  void sift_down(const Head& x) {
+    const size_t n = h_.size();
+    size_t i = 0;
+    while (true) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && earlier(h_[child + 1], h_[child])) ++child;
+      if (!earlier(h_[child], x)) break;
+      h_[i] = h_[child];
+      i = child;
+    }
+    h_[i] = x;
+  }
+  std::vector<Head> h_;
+};
+
 }  // namespace
 
 // Per term the sums form lists: for each point of the shorter side (a "list"), the sums with the
@@ -248,29 +223,17 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
     uint32_t n_short, n_long;
     bool a_short;
   };
-  struct Head {
-    Cost cost;
-    uint32_t term, i, j;
-  };
   thread_local std::vector<Side> sides;
-  thread_local std::vector<Head> heap;
+  thread_local HeadHeap heap;
   out.clear();
   sides.clear();
   heap.clear();
-  const auto later = [](const Head& x, const Head& y) {  // the heap keeps the earliest on top
-    if (x.cost.time != y.cost.time) return x.cost.time > y.cost.time;
-    if (x.cost.memory != y.cost.memory) return x.cost.memory > y.cost.memory;
-    if (x.term != y.term) return x.term > y.term;
-    return x.i != y.i ? x.i > y.i : x.j > y.j;
-  };
-  const auto push = [&](uint32_t term, size_t list, size_t pos) {
+  const auto head = [&](uint32_t term, size_t list, size_t pos) {
     const Side& s = sides[term];
-    const Cost c = s.a_short ? s.shorter[list].cost + s.longer[pos].cost
-                             : s.longer[pos].cost + s.shorter[list].cost;
     const uint32_t l = static_cast<uint32_t>(list);
     const uint32_t p = static_cast<uint32_t>(pos);
-    heap.push_back({c, term, s.a_short ? l : p, s.a_short ? p : l});
-    std::push_heap(heap.begin(), heap.end(), later);
+    if (s.a_short) return Head{s.shorter[list].cost + s.longer[pos].cost, term, l, p};
+    return Head{s.longer[pos].cost + s.shorter[list].cost, term, p, l};
   };
   for (const SumTerm& t : terms) {
     const bool a_short = t.a.size() <= t.b.size();
@@ -280,13 +243,11 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
                      static_cast<uint32_t>(lo.size()), a_short});
   }
   for (size_t t = 0; t < sides.size(); ++t) {
-    if (sides[t].n_short > 0) push(static_cast<uint32_t>(t), 0, 0);
+    if (sides[t].n_short > 0) heap.push(head(static_cast<uint32_t>(t), 0, 0));
   }
   double best = std::numeric_limits<double>::infinity();
   while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Head h = heap.back();
-    heap.pop_back();
+    const Head h = heap.top();
     if (h.cost.memory < best) {
       best = h.cost.memory;
       if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
@@ -295,13 +256,17 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
     const Side& s = sides[h.term];
     const size_t list = s.a_short ? h.i : h.j;
     const size_t pos = s.a_short ? h.j : h.i;
-    if (pos == 0) {
-      const size_t next = first_below(s.shorter, s.n_short, list + 1,
-                                      s.longer[s.n_long - 1].cost.memory, best);
-      if (next < s.n_short) push(h.term, next, 0);
+    const size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, best);
+    if (next_pos < s.n_long) {
+      heap.replace_top(head(h.term, list, next_pos));
+    } else {
+      heap.pop();
     }
-    const size_t next = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, best);
-    if (next < s.n_long) push(h.term, list, next);
+    if (pos == 0) {
+      const size_t next_list = first_below(s.shorter, s.n_short, list + 1,
+                                           s.longer[s.n_long - 1].cost.memory, best);
+      if (next_list < s.n_short) heap.push(head(h.term, next_list, 0));
+    }
   }
 }
 

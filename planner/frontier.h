@@ -12,13 +12,14 @@
 //                        the empty frontier is absorbing.
 //   pareto_union(a, b)   parallel combine (choice): a ∪ b, pruned. Identity: the empty Frontier.
 //   epsilon_prune(f, d)  drops points that a kept point (1+d)-dominates.
-//   covers(a, b)         every point of b weakly dominated by a point of a: then a ⊕ c covers
+//   coverage(a, b)       every point of b weakly dominated by a point of a: then a ⊕ c covers
 //                        b ⊕ c for every c, so b can be dropped from a union holding a.
 //   union_of_sums(terms) the union over terms of a_t + b_t, pruned, without building each sum:
 //                        FT's "for every configuration sum, then choose" in one merge.
 // Ties: among points of equal cost the first in input order is kept: for from_points the earliest
-// in the vector, for minkowski_sum the smallest left index then right index, for pareto_union the
-// left operand's. All results are therefore deterministic.
+// in the vector, for minkowski_sum (and union_of_sums) the smallest left index then right index
+// (up to sums that round to equal times, see union_of_sums), for pareto_union the left operand's.
+// All results are deterministic.
 //
 // Thread-safety: Frontier is a value type; const access from many threads is safe.
 // Errors: std::invalid_argument for a NaN coordinate, a broken invariant in from_sorted, or a
@@ -85,21 +86,23 @@ class Frontier {
   std::vector<Point> points_;  // time strictly ascending, memory strictly descending
 };
 
-// Makes the handle of a summed point from the handles of its two addends. Called in output order
-// for each point that is kept when it is reached (a kept point whose time a later sum equals
-// after rounding is replaced by it, so a few handles may go unused). Empty: results carry kNoHandle.
+// Makes the handle of a summed point from the handles of its two addends. Called once per point
+// of the result, in its order. Empty: results carry kNoHandle.
 using HandleCombiner = std::function<Handle(Handle left, Handle right)>;
 
+// Every a_i + b_j, pruned: union_of_sums over the one term (a, b), handles combined for the kept.
 [[nodiscard]] Frontier minkowski_sum(const Frontier& a, const Frontier& b,
                                      const HandleCombiner& combine = {});
 
 [[nodiscard]] Frontier pareto_union(const Frontier& a, const Frontier& b);
 
-// True when every point of b is weakly dominated by some point of a (a empty: only if b is);
-// strict: by a point of a different cost. Then every sum b_i + c_j is weakly dominated by some
-// a_k + c_j, rounding included (rounding is monotone); strict: in exact arithmetic by a sum of a
-// different cost. Linear in |a| + |b|, usually far less when false.
-[[nodiscard]] bool covers(const Frontier& a, const Frontier& b, bool strict = false);
+// How a covers b: kWeak when every point of b is weakly dominated by some point of a, kStrict
+// when each by a point of a different cost, else kNone (a empty: kNone unless b is empty too).
+// If a covers b, every sum b_i + c_j is weakly dominated by some a_k + c_j, rounding included
+// (rounding is monotone); strictly: in exact arithmetic by a sum of a different cost. Linear in
+// |a| + |b|, usually far less when a does not cover b.
+enum class Coverage { kNone, kWeak, kStrict };
+[[nodiscard]] Coverage coverage(std::span<const Frontier::Point> a, std::span<const Frontier::Point> b);
 
 // One operand of union_of_sums: the Minkowski sum of two frontiers' point lists (invariant held).
 struct SumTerm {

@@ -1,12 +1,16 @@
 // FT by variable elimination over frontier-valued factors; see ft.h for the contract.
 #include "planner/ft.h"
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
-#include <functional>
+#include <exception>
+#include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "graph/error.h"
 #include "planner/elimination_order.h"
@@ -15,16 +19,23 @@
 namespace tensoropt::planner {
 namespace {
 
+using Points = std::span<const Frontier::Point>;
+
+// A factor's table, flat: entry e (row-major over the scope, last position fastest) holds the
+// frontier points[start[e], start[e + 1]).
 struct Factor {
   std::vector<int> scope;        // sorted node ids
-  std::vector<int64_t> stride;   // [scope position] row-major, last position fastest
-  std::vector<Frontier> table;   // [product of the scope's K]
-  int64_t points = 0;
+  std::vector<int64_t> stride;   // [scope position]
+  std::vector<Frontier::Point> points;
+  std::vector<int64_t> start;    // [entries + 1]
   bool live = true;
 
+  size_t entries() const { return start.size() - 1; }
+  Points cell(int64_t e) const {
+    return {points.data() + start[static_cast<size_t>(e)], points.data() + start[static_cast<size_t>(e) + 1]};
+  }
   int64_t bytes() const {
-    return static_cast<int64_t>(table.size() * sizeof(Frontier)) +
-           points * static_cast<int64_t>(sizeof(Frontier::Point));
+    return static_cast<int64_t>(points.capacity() * sizeof(Frontier::Point) + start.capacity() * sizeof(int64_t));
   }
 };
 
@@ -44,6 +55,18 @@ struct CoverMask {
   uint64_t strict = 0;
 };
 
+// masks[k] over the frontiers of one group, for every k.
+void cover_masks(const std::vector<Points>& frontiers, CoverMask* masks) {
+  for (size_t k = 0; k < frontiers.size(); ++k) {
+    masks[k] = {};
+    for (size_t other = 0; other < frontiers.size(); ++other) {
+      const Coverage c = other == k ? Coverage::kNone : coverage(frontiers[other], frontiers[k]);
+      if (c != Coverage::kNone) masks[k].weak |= uint64_t{1} << other;
+      if (c == Coverage::kStrict) masks[k].strict |= uint64_t{1} << other;
+    }
+  }
+}
+
 // Dense numbering of the digits a subset of a factor's scope positions takes.
 struct Group {
   std::vector<int64_t> stride;  // [scope position], 0 outside the subset
@@ -58,17 +81,61 @@ struct Group {
       count *= problem.num_configs(scope[p]);
     }
   }
-  int64_t index(const std::vector<int>& digit) const {
+  size_t index(const std::vector<int>& digit) const {
     int64_t at = 0;
     for (size_t p = 0; p < digit.size(); ++p) at += digit[p] * stride[p];
+    return static_cast<size_t>(at);
+  }
+};
+
+// What one elimination shares between the entries of the factor it builds.
+//
+// For configuration k of x an entry's frontier is the left fold c_0 + ... + c_{m-1} of the
+// consumed cells in consumed order (the order fixes the rounding). The fold of all but the last
+// cell (the prefix; with one cell, that cell, and the last is the zero frontier) depends on k and
+// on the scope positions those cells hold, not on the whole entry: it is built once per distinct
+// (k, those digits), as are the cover masks of the prefixes and of the last cells.
+struct Step {
+  int x = 0;
+  size_t kx = 0;
+  std::vector<int> scope;
+  std::vector<const Factor*> cells;             // consumed factors, in consumed order
+  std::vector<std::vector<int64_t>> stride_of;  // [j][scope position], 0 if absent
+  std::vector<int64_t> stride_x;                // [j] stride of x in factor j
+  size_t split = 1;                             // cells [0, split) form the prefix
+  Group prefix_group, last_group;
+  std::vector<Frontier::Point> prefix;          // the prefix folds, when split >= 2
+  std::vector<int64_t> prefix_begin, prefix_end;  // [prefix index * kx + k] into prefix
+  bool prune = false;                           // configurations may be left out (2 <= kx <= 64)
+  std::vector<CoverMask> prefix_cover, last_cover;  // [index * kx + k]
+
+  int64_t offset(size_t j, const std::vector<int>& digit) const {
+    int64_t at = 0;
+    for (size_t p = 0; p < digit.size(); ++p) at += digit[p] * stride_of[j][p];
     return at;
   }
+  Points cell(size_t j, int64_t offset_j, size_t k) const {
+    return cells[j]->cell(offset_j + static_cast<int64_t>(k) * stride_x[j]);
+  }
+  Points prefix_fold(size_t at) const {
+    return {prefix.data() + prefix_begin[at], prefix.data() + prefix_end[at]};
+  }
+};
+
+// An entry's kept sums before provenance: the cost, x's configuration and the addends' handles.
+struct Chosen {
+  Cost cost;
+  int config;
+  Handle prefix, last;
 };
 
 class Eliminator {
  public:
   Eliminator(const Problem& problem, const FtOptions& options)
-      : problem_(problem), options_(options), start_(std::chrono::steady_clock::now()) {}
+      : problem_(problem), options_(options), start_(std::chrono::steady_clock::now()) {
+    threads_ = options.threads > 0 ? options.threads
+                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
 
   FtResult run() {
     const EliminationOrder order = greedy_elimination_order(problem_);
@@ -101,12 +168,12 @@ class Eliminator {
   }
 
   void add_factor(Factor f) {
-    for (const Frontier& fr : f.table) f.points += static_cast<int64_t>(fr.size());
     live_bytes_ += f.bytes();
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
     stats_.largest_factor_entries =
-        std::max(stats_.largest_factor_entries, static_cast<int64_t>(f.table.size()));
-    stats_.largest_factor_points = std::max(stats_.largest_factor_points, f.points);
+        std::max(stats_.largest_factor_entries, static_cast<int64_t>(f.entries()));
+    stats_.largest_factor_points =
+        std::max(stats_.largest_factor_points, static_cast<int64_t>(f.points.size()));
     const int id = static_cast<int>(factors_.size());
     if (f.scope.empty()) finished_.push_back(id);
     for (int v : f.scope) by_node_[static_cast<size_t>(v)].push_back(id);
@@ -119,59 +186,45 @@ class Eliminator {
       Factor f;
       f.scope = {v};
       f.stride = {1};
+      f.start.push_back(0);
       for (Cost c : problem_.node_cost[static_cast<size_t>(v)]) {
-        f.table.push_back(Frontier::from_sorted({{c, kNoHandle}}));
+        f.points.push_back({c, kNoHandle});
+        f.start.push_back(static_cast<int64_t>(f.points.size()));
       }
       add_factor(std::move(f));
     }
     for (const Problem::Edge& e : problem_.edges) {
       Factor f;
-      const int ku = problem_.num_configs(e.u);
-      const int kv = problem_.num_configs(e.v);
+      const size_t ku = static_cast<size_t>(problem_.num_configs(e.u));
+      const size_t kv = static_cast<size_t>(problem_.num_configs(e.v));
       f.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
       f.stride = row_major_strides(problem_, f.scope);
-      f.table.resize(static_cast<size_t>(ku) * static_cast<size_t>(kv));
-      for (int a = 0; a < ku; ++a) {
-        for (int b = 0; b < kv; ++b) {
-          const int64_t at = e.u < e.v ? int64_t{a} * kv + b : int64_t{b} * ku + a;
-          f.table[static_cast<size_t>(at)] = Frontier::from_sorted(
-              {{e.cost[static_cast<size_t>(a) * static_cast<size_t>(kv) + static_cast<size_t>(b)],
-                kNoHandle}});
+      f.points.resize(ku * kv);
+      for (size_t a = 0; a < ku; ++a) {
+        for (size_t b = 0; b < kv; ++b) {
+          f.points[e.u < e.v ? a * kv + b : b * ku + a] = {e.cost[a * kv + b], kNoHandle};
         }
       }
+      f.start.resize(ku * kv + 1);
+      for (size_t i = 0; i < f.start.size(); ++i) f.start[i] = static_cast<int64_t>(i);
       add_factor(std::move(f));
     }
   }
 
-  void refuse(int x, const std::vector<int>& scope, double entries, int64_t points) const {
+  void refuse(const Step& st, double entries, int64_t points) const {
     throw std::length_error(
-        "FT: eliminating node " + std::to_string(x) + " builds a factor over " +
-        std::to_string(scope.size()) + " nodes with " + std::to_string(static_cast<int64_t>(entries)) +
+        "FT: eliminating node " + std::to_string(st.x) + " builds a factor over " +
+        std::to_string(st.scope.size()) + " nodes with " + std::to_string(static_cast<int64_t>(entries)) +
         " entries" + (points > 0 ? " holding at least " + std::to_string(points) + " points" : "") +
         ", above max_factor_points = " + std::to_string(options_.max_factor_points) +
         " (the elimination order has width " + std::to_string(stats_.width) + ")");
   }
 
-  // Per elimination: the consumed factors, where each entry of the new factor finds its cells,
-  // and what entries share (prefix sums, cover masks).
-  struct Step {
-    int x = 0;
-    int kx = 0;
-    std::vector<const Factor*> cells;             // consumed factors, in consumed order
-    std::vector<std::vector<int64_t>> stride_of;  // [j][new scope position], 0 if absent
-    std::vector<int64_t> stride_x;                // [j] stride of x in factor j
-    size_t split = 1;                             // cells [0, split) form the prefix
-    Group prefix_group, last_group;
-    std::vector<Frontier> prefix;                 // [prefix index * kx + k], when split >= 2
-    std::vector<char> prefix_built;               // [prefix index]
-    std::vector<CoverMask> prefix_cover, last_cover;  // [index * kx + k], see cover_masks
-    std::vector<char> prefix_cover_built, last_cover_built;
-  };
-
   void eliminate(int x, const std::vector<int>& scope) {
     Step st;
     st.x = x;
-    st.kx = problem_.num_configs(x);
+    st.kx = static_cast<size_t>(problem_.num_configs(x));
+    st.scope = scope;
     std::vector<int> consumed;
     for (int id : by_node_[static_cast<size_t>(x)]) {
       if (factors_[static_cast<size_t>(id)].live) consumed.push_back(id);
@@ -179,173 +232,165 @@ class Eliminator {
     TO_CHECK(!consumed.empty());
     double entries = 1;
     for (int v : scope) entries *= problem_.num_configs(v);
-    if (entries > static_cast<double>(options_.max_factor_points)) refuse(x, scope, entries, 0);
+    if (entries > static_cast<double>(options_.max_factor_points)) refuse(st, entries, 0);
+    layout(st, consumed);
+    share(st);
 
+    Factor out;
+    out.scope = scope;
+    out.stride = row_major_strides(problem_, scope);
+    out.start.assign(1, 0);
+    stats_.entry_evaluations += static_cast<int64_t>(entries) * static_cast<int64_t>(st.kx);
+    out.points = take_buffer();
+    build_entries(st, static_cast<size_t>(entries), out);
+    add_factor(std::move(out));
+    for (int id : consumed) {
+      Factor& f = factors_[static_cast<size_t>(id)];
+      live_bytes_ -= f.bytes();
+      give_buffer(std::move(f.points));
+      f = Factor{};
+      f.live = false;
+    }
+    give_buffer(std::move(st.prefix));
+    scratch_.clear();
+    memo_.clear();
+  }
+
+  // Point buffers of dead factors, kept (a few, the largest) for the next ones: growing fresh
+  // memory costs page faults. Their capacity counts as held memory.
+  std::vector<Frontier::Point> take_buffer() {
+    if (spare_.empty()) return {};
+    std::vector<Frontier::Point> b = std::move(spare_.back());
+    spare_.pop_back();
+    live_bytes_ -= static_cast<int64_t>(b.capacity() * sizeof(Frontier::Point));
+    b.clear();
+    return b;
+  }
+  void give_buffer(std::vector<Frontier::Point> b) {
+    if (b.capacity() < 4096) return;
+    live_bytes_ += static_cast<int64_t>(b.capacity() * sizeof(Frontier::Point));
+    spare_.push_back(std::move(b));
+    std::sort(spare_.begin(), spare_.end(), [](const auto& x, const auto& y) { return x.capacity() < y.capacity(); });
+    if (spare_.size() > 4) {
+      live_bytes_ -= static_cast<int64_t>(spare_.front().capacity() * sizeof(Frontier::Point));
+      spare_.erase(spare_.begin());
+    }
+  }
+
+  // Where each consumed factor's cells are, relative to the new scope and to x.
+  void layout(Step& st, const std::vector<int>& consumed) const {
     const size_t m = consumed.size();
-    st.stride_of.assign(m, std::vector<int64_t>(scope.size(), 0));
+    st.stride_of.assign(m, std::vector<int64_t>(st.scope.size(), 0));
     st.stride_x.assign(m, -1);
     for (size_t j = 0; j < m; ++j) {
       const Factor& f = factors_[static_cast<size_t>(consumed[j])];
       st.cells.push_back(&f);
       for (size_t p = 0; p < f.scope.size(); ++p) {
-        if (f.scope[p] == x) {
+        if (f.scope[p] == st.x) {
           st.stride_x[j] = f.stride[p];
           continue;
         }
-        const auto it = std::lower_bound(scope.begin(), scope.end(), f.scope[p]);
-        TO_CHECK(it != scope.end() && *it == f.scope[p]);
-        st.stride_of[j][static_cast<size_t>(it - scope.begin())] = f.stride[p];
+        const auto it = std::lower_bound(st.scope.begin(), st.scope.end(), f.scope[p]);
+        TO_CHECK(it != st.scope.end() && *it == f.scope[p]);
+        st.stride_of[j][static_cast<size_t>(it - st.scope.begin())] = f.stride[p];
       }
       TO_CHECK(st.stride_x[j] >= 0);
     }
-    // For configuration k the sum is the left fold c_0 + ... + c_{m-1} of the consumed cells in
-    // consumed order (the order fixes the rounding). The fold of all but the last cell (the
-    // prefix; with one cell, that cell, and the last is the zero frontier) depends on k and on
-    // the scope positions those cells hold, not on the whole entry: it is built once per
-    // distinct (k, those digits) and kept for this step.
     st.split = std::max<size_t>(1, m - 1);
-    std::vector<bool> in_prefix(scope.size(), false);
-    std::vector<bool> in_last(scope.size(), false);
-    for (size_t p = 0; p < scope.size(); ++p) {
+    std::vector<bool> in_prefix(st.scope.size(), false);
+    std::vector<bool> in_last(st.scope.size(), false);
+    for (size_t p = 0; p < st.scope.size(); ++p) {
       for (size_t j = 0; j < st.split; ++j) in_prefix[p] = in_prefix[p] || st.stride_of[j][p] != 0;
       in_last[p] = m >= 2 && st.stride_of[m - 1][p] != 0;
     }
-    st.prefix_group = Group(problem_, scope, in_prefix);
-    st.last_group = Group(problem_, scope, in_last);
-    const size_t kx = static_cast<size_t>(st.kx);
-    if (st.split >= 2) {
-      st.prefix.resize(static_cast<size_t>(st.prefix_group.count) * kx);
-      st.prefix_built.assign(static_cast<size_t>(st.prefix_group.count), 0);
-    }
-    if (prune_configs(st)) {
-      st.prefix_cover.resize(static_cast<size_t>(st.prefix_group.count) * kx);
-      st.prefix_cover_built.assign(static_cast<size_t>(st.prefix_group.count), 0);
-      st.last_cover.resize(static_cast<size_t>(st.last_group.count) * kx);
-      st.last_cover_built.assign(static_cast<size_t>(st.last_group.count), 0);
-    }
-    scratch_.clear();
-    memo_.clear();
-
-    Factor out;
-    out.scope = scope;
-    out.stride = row_major_strides(problem_, scope);
-    out.table.resize(static_cast<size_t>(entries));
-    stats_.entry_evaluations += static_cast<int64_t>(out.table.size()) * st.kx;
-    std::vector<int> digit(scope.size(), 0);
-    int64_t points = 0;
-    for (size_t entry = 0; entry < out.table.size(); ++entry) {
-      out.table[entry] = build_entry(st, digit);
-      points += static_cast<int64_t>(out.table[entry].size());
-      if (points > options_.max_factor_points) refuse(x, scope, entries, points);
-      for (size_t p = scope.size(); p-- > 0;) {  // odometer, last position fastest
-        if (++digit[p] < problem_.num_configs(scope[p])) break;
-        digit[p] = 0;
-      }
-    }
-    add_factor(std::move(out));
-    for (int id : consumed) {
-      Factor& f = factors_[static_cast<size_t>(id)];
-      live_bytes_ -= f.bytes();
-      f = Factor{};
-      f.live = false;
-    }
+    st.prefix_group = Group(problem_, st.scope, in_prefix);
+    st.last_group = Group(problem_, st.scope, in_last);
+    st.prune = st.kx >= 2 && st.kx <= 64;
   }
 
-  static bool prune_configs(const Step& st) { return st.kx >= 2 && st.kx <= 64; }
-
-  // One entry of the new factor: the union over k of prefix_k + last_k, pruned, each kept point
-  // tagged with a provenance record. Configuration k is left out first when another one, k',
-  // covers both its prefix and its last cell (covers(), frontier.h): every sum of k is then
-  // weakly dominated by a sum of k', so the union's costs do not change. To keep the tie rule
-  // (of equal costs the lowest k wins) k' must be lower than k or cover one of the two strictly
-  // (then every sum of k is strictly dominated). This relation has no cycle (covering both ways
-  // means equal frontiers, never strict), so every left-out k has a kept k' covering it.
-  Frontier build_entry(Step& st, const std::vector<int>& digit) {
+  // Builds what entries share: every prefix fold (its sums' handle pairs recorded in scratch_,
+  // handles <= -2 indexing it) and the cover masks, in one pass over the entries in order.
+  void share(Step& st) {
+    const size_t kx = st.kx;
     const size_t m = st.cells.size();
-    const size_t kx = static_cast<size_t>(st.kx);
-    offset_.assign(m, 0);
-    for (size_t j = 0; j < m; ++j) {
-      for (size_t p = 0; p < digit.size(); ++p) offset_[j] += digit[p] * st.stride_of[j][p];
+    std::vector<char> prefix_done(static_cast<size_t>(st.prefix_group.count), 0);
+    std::vector<char> last_done(static_cast<size_t>(st.last_group.count), 0);
+    if (st.prune) {
+      st.prefix_cover.resize(prefix_done.size() * kx);
+      st.last_cover.resize(last_done.size() * kx);
     }
-    const auto cell = [&](size_t j, size_t k) -> const Frontier& {
-      return st.cells[j]->table[static_cast<size_t>(offset_[j] + static_cast<int64_t>(k) * st.stride_x[j])];
-    };
-    const size_t prefix_at = static_cast<size_t>(st.prefix_group.index(digit));
-    const size_t last_at = static_cast<size_t>(st.last_group.index(digit));
-    if (st.split >= 2 && !st.prefix_built[prefix_at]) {
-      for (size_t k = 0; k < kx; ++k) {
-        Frontier sum = minkowski_sum(cell(0, k), cell(1, k), scratch_combiner_);
-        for (size_t j = 2; j < st.split; ++j) sum = minkowski_sum(sum, cell(j, k), scratch_combiner_);
-        st.prefix[prefix_at * kx + k] = std::move(sum);
-      }
-      st.prefix_built[prefix_at] = 1;
+    if (st.split >= 2) {
+      st.prefix = take_buffer();
+      st.prefix_begin.resize(prefix_done.size() * kx);
+      st.prefix_end.resize(prefix_done.size() * kx);
     }
-    prefix_.resize(kx);
-    last_.resize(kx);
-    for (size_t k = 0; k < kx; ++k) {
-      prefix_[k] = st.split >= 2 ? &st.prefix[prefix_at * kx + k] : &cell(0, k);
-      last_[k] = m >= 2 ? &cell(m - 1, k) : &zero_;
-    }
-    terms_.clear();
-    term_config_.clear();
-    if (prune_configs(st)) {
-      if (!st.prefix_cover_built[prefix_at]) {
-        cover_masks(prefix_, &st.prefix_cover[prefix_at * kx]);
-        st.prefix_cover_built[prefix_at] = 1;
+    std::vector<int> digit(st.scope.size(), 0);
+    std::vector<int64_t> offset(m);
+    std::vector<Points> group(kx);
+    std::vector<Frontier::Point> acc, next;
+    const size_t entries = count_entries(st);
+    for (size_t e = 0; e < entries; ++e) {
+      for (size_t j = 0; j < m; ++j) offset[j] = st.offset(j, digit);
+      const size_t pa = st.prefix_group.index(digit);
+      if (!prefix_done[pa]) {
+        prefix_done[pa] = 1;
+        for (size_t k = 0; k < kx && st.split >= 2; ++k) {
+          const Points first = st.cell(0, offset[0], k);
+          acc.assign(first.begin(), first.end());
+          for (size_t j = 1; j + 1 < st.split; ++j) {
+            next.clear();
+            fold(acc, st.cell(j, offset[j], k), next);
+            std::swap(acc, next);
+          }
+          st.prefix_begin[pa * kx + k] = static_cast<int64_t>(st.prefix.size());
+          fold(acc, st.cell(st.split - 1, offset[st.split - 1], k), st.prefix);
+          st.prefix_end[pa * kx + k] = static_cast<int64_t>(st.prefix.size());
+        }
+        if (st.prune) {
+          for (size_t k = 0; k < kx; ++k) {
+            group[k] = st.split >= 2 ? st.prefix_fold(pa * kx + k) : st.cell(0, offset[0], k);
+          }
+          cover_masks(group, &st.prefix_cover[pa * kx]);
+        }
       }
-      if (!st.last_cover_built[last_at]) {
-        cover_masks(last_, &st.last_cover[last_at * kx]);
-        st.last_cover_built[last_at] = 1;
+      const size_t la = st.last_group.index(digit);
+      if (st.prune && !last_done[la]) {
+        last_done[la] = 1;
+        for (size_t k = 0; k < kx; ++k) group[k] = m >= 2 ? st.cell(m - 1, offset[m - 1], k) : Points(zero_);
+        cover_masks(group, &st.last_cover[la * kx]);
       }
-      const CoverMask* pc = &st.prefix_cover[prefix_at * kx];
-      const CoverMask* lc = &st.last_cover[last_at * kx];
-      for (size_t k = 0; k < kx; ++k) {
-        const uint64_t lower = (uint64_t{1} << k) - 1;
-        const uint64_t by = pc[k].weak & lc[k].weak & (lower | pc[k].strict | lc[k].strict);
-        if (by != 0) continue;
-        terms_.push_back({prefix_[k]->points(), last_[k]->points()});
-        term_config_.push_back(static_cast<int>(k));
-      }
-    } else {
-      for (size_t k = 0; k < kx; ++k) {
-        terms_.push_back({prefix_[k]->points(), last_[k]->points()});
-        term_config_.push_back(static_cast<int>(k));
-      }
-    }
-    union_of_sums(terms_, chosen_);
-    if (delta_ > 0) {  // epsilon_prune on the costs, keeping the choices of the points it keeps
-      std::vector<Frontier::Point> indexed;
-      for (size_t c = 0; c < chosen_.size(); ++c) indexed.push_back({chosen_[c].cost, static_cast<Handle>(c)});
-      const Frontier pruned = epsilon_prune(Frontier::from_sorted(std::move(indexed)), delta_);
-      std::vector<SumChoice> kept;
-      for (const Frontier::Point& p : pruned.points()) kept.push_back(chosen_[static_cast<size_t>(p.handle)]);
-      chosen_ = std::move(kept);
-    }
-    memo_.resize(scratch_.size(), kNoHandle);
-    std::vector<Frontier::Point> tagged;
-    tagged.reserve(chosen_.size());
-    for (const SumChoice& c : chosen_) {
-      const SumTerm& t = terms_[c.term];
-      const Handle sum = combine(materialize(t.a[c.i].handle), t.b[c.j].handle);
-      tagged.push_back({c.cost, arena_.add_choice(st.x, term_config_[c.term], sum)});
-    }
-    return Frontier::from_sorted(std::move(tagged));
-  }
-
-  // masks[k]: bit k' set in weak (strict) when frontiers[k'] covers (strictly) frontiers[k].
-  static void cover_masks(const std::vector<const Frontier*>& frontiers, CoverMask* masks) {
-    for (size_t k = 0; k < frontiers.size(); ++k) {
-      masks[k] = {};
-      for (size_t other = 0; other < frontiers.size(); ++other) {
-        if (other == k || !covers(*frontiers[other], *frontiers[k])) continue;
-        masks[k].weak |= uint64_t{1} << other;
-        if (covers(*frontiers[other], *frontiers[k], /*strict=*/true)) masks[k].strict |= uint64_t{1} << other;
-      }
+      advance(st.scope, digit);
     }
   }
 
-  // Prefix sums record their handle pairs in scratch_ first (handles <= -2 index it); only the
-  // points an entry keeps get provenance records, made once per scratch node (memo_).
+  size_t count_entries(const Step& st) const {
+    size_t n = 1;
+    for (int v : st.scope) n *= static_cast<size_t>(problem_.num_configs(v));
+    return n;
+  }
+
+  void advance(const std::vector<int>& scope, std::vector<int>& digit) const {
+    for (size_t p = scope.size(); p-- > 0;) {  // odometer, last position fastest
+      if (++digit[p] < problem_.num_configs(scope[p])) break;
+      digit[p] = 0;
+    }
+  }
+
+  // Appends acc + cell to sum, each kept sum's handle pair recorded in scratch_.
+  void fold(Points acc, Points cell, std::vector<Frontier::Point>& sum) {
+    const SumTerm term{acc, cell};
+    union_of_sums({&term, 1}, chosen_);
+    for (const SumChoice& c : chosen_) sum.push_back({c.cost, pending(acc[c.i].handle, cell[c.j].handle)});
+  }
+
+  Handle pending(Handle l, Handle r) {
+    if (l == kNoHandle) return r;
+    if (r == kNoHandle) return l;
+    scratch_.push_back({l, r});
+    return static_cast<Handle>(-1 - static_cast<Handle>(scratch_.size()));
+  }
+
+  // Only the points an entry keeps get provenance records, made once per scratch node (memo_).
   Handle materialize(Handle h) {
     if (h >= kNoHandle) return h;
     const size_t i = static_cast<size_t>(-2 - h);
@@ -355,12 +400,144 @@ class Eliminator {
     return memo_[i];
   }
 
+  // Entries are computed in blocks, in parallel when the step is big enough (each block reads
+  // only shared state and writes its own buffer), then given provenance records in entry order,
+  // so the result does not depend on the number of threads.
+  void build_entries(const Step& st, size_t entries, Factor& out) {
+    int64_t work = 0;
+    for (const Factor* f : st.cells) work += static_cast<int64_t>(f->points.size());
+    work += static_cast<int64_t>(st.prefix.size());
+    const size_t threads = work * static_cast<int64_t>(st.kx) >= kParallelWork && entries >= 4
+                               ? std::min<size_t>(static_cast<size_t>(threads_), entries / 2) : 1;
+    if (threads > 1) ++stats_.parallel_steps;
+    const size_t block = std::max<size_t>(1, std::min<size_t>(16, entries / (threads * 4)));
+    const size_t batch = threads * block * 8;  // entries computed before their records are made
+    std::vector<std::vector<Chosen>> results((batch + block - 1) / block);
+    std::vector<std::vector<size_t>> ends(results.size());
+    memo_.resize(scratch_.size(), kNoHandle);
+    for (size_t first = 0; first < entries; first += batch) {
+      const size_t last = std::min(entries, first + batch);
+      const size_t blocks = (last - first + block - 1) / block;
+      run_blocks(threads, blocks, [&](size_t b) {
+        const size_t begin = first + b * block;
+        compute_block(st, begin, std::min(last, begin + block), results[b], ends[b]);
+      });
+      size_t needed = out.points.size();
+      for (size_t b = 0; b < blocks; ++b) needed += results[b].size();
+      if (needed > out.points.capacity()) out.points.reserve(std::max(needed, 2 * out.points.capacity()));
+      for (size_t b = 0; b < blocks; ++b) {
+        size_t at = 0;
+        for (size_t end : ends[b]) {
+          for (; at < end; ++at) {
+            const Chosen& c = results[b][at];
+            const Handle rest = materialize(c.prefix);
+            out.points.push_back({c.cost, arena_.add_choice(st.x, c.config, rest, c.last)});
+          }
+          out.start.push_back(static_cast<int64_t>(out.points.size()));
+          if (static_cast<int64_t>(out.points.size()) > options_.max_factor_points) {
+            refuse(st, static_cast<double>(entries), static_cast<int64_t>(out.points.size()));
+          }
+        }
+      }
+    }
+  }
+
+  static constexpr int64_t kParallelWork = 200'000;
+
+  template <class Fn>
+  static void run_blocks(size_t threads, size_t blocks, const Fn& fn) {
+    if (threads <= 1 || blocks <= 1) {
+      for (size_t b = 0; b < blocks; ++b) fn(b);
+      return;
+    }
+    std::atomic<size_t> next{0};
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
+    const auto work = [&] {
+      try {
+        for (size_t b; !failed && (b = next.fetch_add(1)) < blocks;) fn(b);
+      } catch (...) {
+        if (!failed.exchange(true)) error = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+    for (std::thread& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
+  }
+
+  // One block of entries [begin, end): for each, the kept sums (out) and where they end (ends).
+  // Configuration k is left out first when another one, k', covers both its prefix and its last
+  // cell (coverage(), frontier.h): every sum of k is then weakly dominated by a sum of k', so the
+  // union's costs do not change. To keep the tie rule (of equal costs the lowest k wins) k' must
+  // be lower than k or cover one of the two strictly (then every sum of k is strictly dominated).
+  // This relation has no cycle (covering both ways means equal frontiers, never strict), so every
+  // left-out k has a kept k' covering it.
+  void compute_block(const Step& st, size_t begin, size_t end, std::vector<Chosen>& out,
+                     std::vector<size_t>& ends) const {
+    const size_t kx = st.kx;
+    const size_t m = st.cells.size();
+    out.clear();
+    ends.clear();
+    std::vector<int> digit(st.scope.size(), 0);
+    size_t rest = begin;
+    for (size_t p = st.scope.size(); p-- > 0;) {
+      const size_t k = static_cast<size_t>(problem_.num_configs(st.scope[p]));
+      digit[p] = static_cast<int>(rest % k);
+      rest /= k;
+    }
+    std::vector<int64_t> offset(m);
+    std::vector<SumTerm> terms;
+    std::vector<int> config;
+    std::vector<SumChoice> chosen;
+    for (size_t e = begin; e < end; ++e) {
+      for (size_t j = 0; j < m; ++j) offset[j] = st.offset(j, digit);
+      const size_t pa = st.prefix_group.index(digit);
+      const size_t la = st.last_group.index(digit);
+      terms.clear();
+      config.clear();
+      for (size_t k = 0; k < kx; ++k) {
+        if (st.prune) {
+          const CoverMask& pc = st.prefix_cover[pa * kx + k];
+          const CoverMask& lc = st.last_cover[la * kx + k];
+          const uint64_t lower = (uint64_t{1} << k) - 1;
+          if ((pc.weak & lc.weak & (lower | pc.strict | lc.strict)) != 0) continue;
+        }
+        const Points prefix = st.split >= 2 ? st.prefix_fold(pa * kx + k) : st.cell(0, offset[0], k);
+        const Points last = m >= 2 ? st.cell(m - 1, offset[m - 1], k) : Points(zero_);
+        terms.push_back({prefix, last});
+        config.push_back(static_cast<int>(k));
+      }
+      union_of_sums(terms, chosen);
+      if (delta_ > 0) epsilon_filter(chosen);
+      for (const SumChoice& c : chosen) {
+        const SumTerm& t = terms[c.term];
+        out.push_back({c.cost, config[c.term], t.a[c.i].handle, t.b[c.j].handle});
+      }
+      ends.push_back(out.size());
+      advance(st.scope, digit);
+    }
+  }
+
+  // epsilon_prune (frontier.h) on the costs, keeping the choices of the points it keeps.
+  void epsilon_filter(std::vector<SumChoice>& chosen) const {
+    std::vector<Frontier::Point> indexed;
+    for (size_t c = 0; c < chosen.size(); ++c) indexed.push_back({chosen[c].cost, static_cast<Handle>(c)});
+    const Frontier pruned = epsilon_prune(Frontier::from_sorted(std::move(indexed)), delta_);
+    std::vector<SumChoice> kept;
+    for (const Frontier::Point& p : pruned.points()) kept.push_back(chosen[static_cast<size_t>(p.handle)]);
+    chosen = std::move(kept);
+  }
+
   FtResult finish() {
     Frontier total = Frontier::zero();
     for (int id : finished_) {
       const Factor& f = factors_[static_cast<size_t>(id)];
-      TO_CHECK(f.live && f.table.size() == 1);
-      total = minkowski_sum(total, f.table[0], [this](Handle l, Handle r) { return combine(l, r); });
+      TO_CHECK(f.live && f.entries() == 1);
+      const Points cell = f.cell(0);
+      total = minkowski_sum(total, Frontier::from_sorted({cell.begin(), cell.end()}),
+                            [this](Handle l, Handle r) { return combine(l, r); });
     }
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
     stats_.provenance_records = arena_.size();
@@ -391,6 +568,7 @@ class Eliminator {
   const Problem& problem_;
   const FtOptions& options_;
   const std::chrono::steady_clock::time_point start_;
+  int threads_ = 1;
   double delta_ = 0;
   std::vector<Factor> factors_;
   std::vector<std::vector<int>> by_node_;  // [node] ids of factors whose scope holds it
@@ -398,24 +576,15 @@ class Eliminator {
   ProvenanceArena arena_;
   int64_t live_bytes_ = 0;
   FtStats stats_;
-  // Scratch of the current step, reused between entries.
+  // Prefix sums of the current step: handle pairs waiting for provenance records.
   struct Pending {
     Handle left, right;
   };
   std::vector<Pending> scratch_;
   std::vector<Handle> memo_;
-  const HandleCombiner scratch_combiner_ = [this](Handle l, Handle r) {
-    if (l == kNoHandle) return r;
-    if (r == kNoHandle) return l;
-    scratch_.push_back({l, r});
-    return static_cast<Handle>(-1 - static_cast<Handle>(scratch_.size()));
-  };
-  const Frontier zero_ = Frontier::zero();
-  std::vector<int64_t> offset_;
-  std::vector<const Frontier*> prefix_, last_;
-  std::vector<SumTerm> terms_;
-  std::vector<int> term_config_;
   std::vector<SumChoice> chosen_;
+  std::vector<std::vector<Frontier::Point>> spare_;  // see take_buffer
+  const std::vector<Frontier::Point> zero_{Frontier::zero().points()};
 };
 
 }  // namespace
@@ -429,6 +598,7 @@ FtResult solve_ft(const Problem& problem, const FtOptions& options) {
   if (options.max_factor_points < 1) {
     throw std::invalid_argument("FT: max_factor_points must be >= 1");
   }
+  if (options.threads < 0) throw std::invalid_argument("FT: threads must be >= 0");
   return Eliminator(problem, options).run();
 }
 

@@ -11,15 +11,17 @@
 // factor work on a chain or a tree; exponential in the order's width on dense graphs, where
 // max_factor_points refuses instead of exhausting memory.
 //
-// How an entry is built (the result is the definition's, bit for bit): per configuration k of x
-// the consumed cells are added left to right in factor-creation order (which fixes the
-// rounding). The sum of all but the last cell (the prefix) depends only on k and the scope
+// How an entry is built (the same sums as the definition, so the same frontier): per
+// configuration k of x the consumed cells are added left to right in factor-creation order
+// (which fixes the rounding). The sum of all but the last cell (the prefix) depends only on k and the scope
 // nodes those cells hold, so it is built once per distinct value and shared by the entries.
-// Configurations whose prefix and last cell another configuration covers (frontier.h covers())
+// Configurations whose prefix and last cell another configuration covers (frontier.h coverage())
 // are left out: their sums are dominated, and the rule that of equal costs the lowest k wins is
 // kept (left out by a higher k only when strictly covered). The remaining last additions and
 // the union over k are one lazy merge (frontier.h union_of_sums) that skips sums that cannot
-// survive.
+// survive. Factors store their entries' points in one flat array. The entries of big factors are
+// built on options.threads threads; their provenance records are made afterwards in entry order,
+// so the result does not depend on the number of threads.
 //
 // Epsilon. With epsilon = 0 (default) the result is the exact frontier. With epsilon > 0 every
 // built factor entry is epsilon_prune'd with delta = (1+epsilon)^(1/L) - 1, L = the depth of the
@@ -37,7 +39,8 @@
 // assignment that achieves it and the cost evaluate() gives that assignment. Deterministic: the
 // same Problem and options give the identical result.
 // Thread-safety: solve_ft touches only its arguments; concurrent calls are safe if the progress
-// callbacks are. Errors: std::invalid_argument for an invalid Problem (see validate) or options;
+// callbacks are. It may start up to options.threads threads of its own, joined before it
+// returns. Errors: std::invalid_argument for an invalid Problem (see validate) or options;
 // std::length_error, naming the factor, when a factor would exceed max_factor_points.
 #pragma once
 
@@ -64,6 +67,9 @@ struct FtOptions {
   std::function<void(const FtProgress&)> progress;
   // Refuse a factor holding more frontier points than this (24 bytes each, plus entry overhead).
   int64_t max_factor_points = int64_t{1} << 25;
+  // Threads that build the entries of big factors; 0: one per hardware thread. The result does
+  // not depend on it.
+  int threads = 0;
 };
 
 struct FrontierPoint {
@@ -80,6 +86,7 @@ struct FtStats {
   int64_t largest_factor_points = 0;
   int64_t peak_bytes = 0;            // factors (entries and points) plus provenance records
   int64_t provenance_records = 0;
+  int parallel_steps = 0;            // eliminations whose entries were built on several threads
   double seconds = 0;
 };
 

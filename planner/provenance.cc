@@ -6,15 +6,19 @@
 
 namespace tensoropt::planner {
 
-Handle ProvenanceArena::add_choice(int var, int value, Handle child) {
-  records_.push_back({var, value, child, kNoHandle});
-  return static_cast<Handle>(records_.size()) - 1;
+Handle ProvenanceArena::add(Record r) {
+  if (size_ == static_cast<int64_t>(blocks_.size()) * kBlock) {
+    blocks_.push_back(std::make_unique_for_overwrite<Record[]>(static_cast<size_t>(kBlock)));
+  }
+  blocks_.back()[static_cast<size_t>(size_ % kBlock)] = r;
+  return size_++;
 }
 
-Handle ProvenanceArena::add_sum(Handle left, Handle right) {
-  records_.push_back({-1, 0, left, right});
-  return static_cast<Handle>(records_.size()) - 1;
+Handle ProvenanceArena::add_choice(int var, int value, Handle child, Handle other) {
+  return add({var, value, child, other});
 }
+
+Handle ProvenanceArena::add_sum(Handle left, Handle right) { return add({-1, 0, left, right}); }
 
 void ProvenanceArena::rebuild(Handle handle, std::vector<int>& assignment) const {
   std::vector<Handle> stack{handle};
@@ -25,7 +29,7 @@ void ProvenanceArena::rebuild(Handle handle, std::vector<int>& assignment) const
     if (h < 0 || h >= size()) {
       throw std::logic_error("provenance: handle " + std::to_string(h) + " outside the arena");
     }
-    const Record& r = records_[static_cast<size_t>(h)];
+    const Record& r = at(h);
     if (r.var >= 0) {
       int& slot = assignment.at(static_cast<size_t>(r.var));
       if (slot != -1) {

@@ -115,19 +115,18 @@ TEST_CASE("frontier: epsilon_prune keeps a (1+delta)-cover and the fastest point
   CHECK(epsilon_prune(Frontier(), 0.5).empty());
 }
 
-TEST_CASE("frontier: covers, weak and strict") {
+TEST_CASE("frontier: coverage, weak and strict") {
+  const auto of = [](const Frontier& a, const Frontier& b) { return coverage(a.points(), b.points()); };
   const Frontier a = make({{1, 4}, {3, 1}});
-  CHECK(covers(a, a));
-  CHECK(!covers(a, a, /*strict=*/true));
-  CHECK(covers(a, make({{1, 5}, {2, 4}, {3, 1}})));          // (3,1) only weakly: equal
-  CHECK(!covers(a, make({{1, 5}, {2, 4}, {3, 1}}), true));
-  CHECK(covers(a, make({{1, 5}, {2, 4}, {4, 1}}), true));
-  CHECK(!covers(a, make({{0.5, 9}})));                       // faster than all of a
-  CHECK(!covers(a, make({{9, 0.5}})));                       // smaller than all of a
-  CHECK(!covers(a, make({{2, 3}})));                         // between a's points
-  CHECK(covers(a, Frontier()));
-  CHECK(covers(Frontier(), Frontier()));
-  CHECK(!covers(Frontier(), a));
+  CHECK(of(a, a) == Coverage::kWeak);
+  CHECK(of(a, make({{1, 5}, {2, 4}, {3, 1}})) == Coverage::kWeak);  // (3,1) only weakly: equal
+  CHECK(of(a, make({{1, 5}, {2, 4}, {4, 1}})) == Coverage::kStrict);
+  CHECK(of(a, make({{0.5, 9}})) == Coverage::kNone);                // faster than all of a
+  CHECK(of(a, make({{9, 0.5}})) == Coverage::kNone);                // smaller than all of a
+  CHECK(of(a, make({{2, 3}})) == Coverage::kNone);                  // between a's points
+  CHECK(of(a, Frontier()) == Coverage::kStrict);
+  CHECK(of(Frontier(), Frontier()) == Coverage::kStrict);
+  CHECK(of(Frontier(), a) == Coverage::kNone);
 }
 
 namespace {

@@ -330,6 +330,27 @@ TEST_CASE("ft: solving twice gives identical points and assignments") {
   }
 }
 
+TEST_CASE("ft: the result does not depend on the number of threads") {
+  // A ring: one node stays in every factor's scope, factors of K^2 entries with frontiers that
+  // grow around the ring, big enough for the entries to be built on several threads.
+  Rng rng(31337);
+  Problem ring = random_problem(Shape::kChain, 28, /*max_k=*/9, /*range=*/400, 1, rng);
+  Problem::Edge close{0, 27, {}};
+  for (int c = 0; c < ring.num_configs(0) * ring.num_configs(27); ++c) close.cost.push_back(draw_cost(rng, 400));
+  ring.edges.push_back(std::move(close));
+  FtOptions one;
+  one.threads = 1;
+  FtOptions four;
+  four.threads = 4;
+  const FtResult serial = solve_ft(ring, one);
+  const FtResult parallel = solve_ft(ring, four);
+  CHECK(serial.stats.parallel_steps == 0);
+  CHECK(parallel.stats.parallel_steps > 0);
+  CHECK(render(serial, true) == render(parallel, true));
+  CHECK(serial.stats.provenance_records == parallel.stats.provenance_records);
+  CHECK(assignments_that_evaluate_to_their_cost(ring, parallel) == static_cast<int>(parallel.points.size()));
+}
+
 TEST_CASE("ft: chains and trees build factors of one node; degenerate problems") {
   Rng rng(5);
   const Problem chain = random_problem(Shape::kChain, 40, 6, 20, 1, rng);
