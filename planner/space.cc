@@ -486,7 +486,11 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
     }
   } else if (from.kind == VarKind::Op) {  // producer -> tensor variable
     if (l.from_keeps && !same) b[Term::Activations] += bytes(lf);
-  } else if (from.kind != VarKind::Parameter) {  // input or tensor variable -> reader
+  } else if (from.kind == VarKind::Parameter) {
+    // A reader using a parameter in another layout than it is stored in (gathered from shards:
+    // ZeRO-3 / FSDP style) holds that copy from forward until its backward.
+    if (!same) b[Term::Weights] += bytes(lt);
+  } else {  // input or tensor variable -> reader
     if (to_needs && !same) b[Term::Activations] += bytes(lt);
   }
   return b;

@@ -21,7 +21,9 @@
 //              (forward, backward, gradient synchronisation: bucketed, bucketed_step_time) and kind
 //   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
 //   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-1 divides
-//              the optimizer state, ZeRO-2 also the gradients, by the replicating axes' sizes);
+//              the optimizer state, ZeRO-2 also the gradients, by the replicating axes' sizes); a
+//              reader using a parameter in another layout than its storage (gathered from shards,
+//              as ZeRO-3/FSDP do) holds that copy too, until its backward;
 //              activations saved for backward in the layouts they are saved in; data inputs;
 //              buffers and constants as each reader holds them
 // plus one term outside the sum, workspace(): the largest transient of one op's backward (its
