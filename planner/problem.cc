@@ -8,9 +8,15 @@
 namespace tensoropt::planner {
 namespace {
 
-void check_cost(Cost c, const std::string& where) {
-  if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {
-    throw std::invalid_argument(where + ": cost (" + std::to_string(c.time) + ", " +
+bool valid_cost(Cost c) {
+  return std::isfinite(c.time) && std::isfinite(c.memory) && c.time >= 0 && c.memory >= 0;
+}
+
+// where() names the culprit; it is called only on failure (validation runs on every solve).
+template <class Where>
+void check_cost(Cost c, const Where& where) {
+  if (!valid_cost(c)) {
+    throw std::invalid_argument(where() + ": cost (" + std::to_string(c.time) + ", " +
                                 std::to_string(c.memory) + ") must be finite and non-negative");
   }
 }
@@ -26,26 +32,29 @@ void validate(const Problem& problem) {
                                   " has no configuration");
     }
     for (size_t k = 0; k < costs.size(); ++k) {
-      check_cost(costs[k], "problem: node " + std::to_string(v) + " configuration " +
-                               std::to_string(k));
+      check_cost(costs[k], [&] {
+        return "problem: node " + std::to_string(v) + " configuration " + std::to_string(k);
+      });
     }
   }
   for (size_t e = 0; e < problem.edges.size(); ++e) {
     const Problem::Edge& edge = problem.edges[e];
-    const std::string name = "problem: edge " + std::to_string(e) + " (" +
-                             std::to_string(edge.u) + " -> " + std::to_string(edge.v) + ")";
+    const auto name = [&] {
+      return "problem: edge " + std::to_string(e) + " (" + std::to_string(edge.u) + " -> " +
+             std::to_string(edge.v) + ")";
+    };
     if (edge.u < 0 || edge.u >= n || edge.v < 0 || edge.v >= n) {
-      throw std::invalid_argument(name + " names a node outside 0.." + std::to_string(n - 1));
+      throw std::invalid_argument(name() + " names a node outside 0.." + std::to_string(n - 1));
     }
-    if (edge.u == edge.v) throw std::invalid_argument(name + " is a self-loop");
+    if (edge.u == edge.v) throw std::invalid_argument(name() + " is a self-loop");
     const size_t expected = problem.node_cost[static_cast<size_t>(edge.u)].size() *
                             problem.node_cost[static_cast<size_t>(edge.v)].size();
     if (edge.cost.size() != expected) {
-      throw std::invalid_argument(name + " has " + std::to_string(edge.cost.size()) +
+      throw std::invalid_argument(name() + " has " + std::to_string(edge.cost.size()) +
                                   " costs, expected K_u * K_v = " + std::to_string(expected));
     }
     for (size_t k = 0; k < edge.cost.size(); ++k) {
-      check_cost(edge.cost[k], name + " entry " + std::to_string(k));
+      check_cost(edge.cost[k], [&] { return name() + " entry " + std::to_string(k); });
     }
   }
 }
