@@ -9,7 +9,7 @@
 
 int main(int argc, char** argv) {
   using namespace tensoropt;
-  CLI::App app{"tensoropt: plan and run data, tensor and pipeline parallel training of ONNX models"};
+  CLI::App app{"tensoropt: plan and run data and tensor parallel training of ONNX models"};
   app.require_subcommand(0, 1);
   bool version = false;
   app.add_flag("--version", version, "Print the version, CUDA support and library versions, then exit");
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")->capture_default_str();
   pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str();
   pl->add_flag("!--no-recompute", plan.recompute, "Do not consider recomputing activations");
-  pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-1/2 sharding of optimizer state and gradients");
+  pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
   pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");

@@ -54,8 +54,13 @@ std::vector<size_t> rows_to_show(size_t n, int rows, int chosen) {
   return out;
 }
 
-void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& out) {
+void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, std::ostream& out) {
   const GpuFrontier& f = gp.frontier;
+  auto searched = [&](const Baseline& b) {
+    for (const auto& s : f.spaces)
+      if (s->mesh().shape() == b.space->mesh().shape()) return true;
+    return false;
+  };
   std::string meshes;
   for (const MeshStats& m : f.meshes) meshes += (meshes.empty() ? "" : ", ") + m.mesh;
   char head[256];
@@ -66,13 +71,13 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& ou
   for (const std::string& s : f.skipped) out << "  skipped mesh " << s << "\n";
   for (const MeshStats& m : f.meshes)
     if (!m.approximation.empty()) out << "  mesh " << m.mesh << ": " << m.approximation << "\n";
-  out << "      #     time/step   samples/s   memory/GPU  mesh     strategy\n";
+  out << "       #     time/step   samples/s   memory/GPU  mesh     strategy\n";
   std::vector<size_t> show = rows_to_show(f.points.size(), rows, gp.chosen);
   for (size_t i : show) {
     const PlanPoint& p = f.points[i];
     const StrategySpace& sp = *f.spaces[static_cast<size_t>(p.mesh)];
     char line[512];
-    std::snprintf(line, sizeof line, "  %s %4zu  %12s  %10.1f  %11s  %-7s  %s\n", static_cast<int>(i) == gp.chosen ? "*" : " ", i,
+    std::snprintf(line, sizeof line, "  %s %5zu  %12s  %10.1f  %11s  %-7s  %s\n", static_cast<int>(i) == gp.chosen ? "*" : " ", i,
                   seconds_human(p.cost.time).c_str(), static_cast<double>(batch) / p.cost.time,
                   bytes_human(p.cost.memory).c_str(), mesh_shape(sp.mesh()).c_str(),
                   summarize_strategy(sp, p.assignment).c_str());
@@ -94,8 +99,10 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, std::ostream& ou
                     bytes_human(b.cost.memory).c_str(), mesh_shape(b.space->mesh()).c_str(),
                     summarize_strategy(*b.space, b.assignment).c_str(),
                     dom >= 0 ? ("point " + std::to_string(dom) + " is as fast or faster with no more memory").c_str()
-                    : approximate ? "not dominated: this frontier is approximate (see above)"
-                                  : "NOT dominated by the frontier (a bug: please report)");
+                    : approximate      ? "not dominated: this frontier is approximate (see above)"
+                    : epsilon > 0      ? "not dominated: --epsilon thinned the frontier"
+                    : !searched(b)     ? "not dominated: its mesh is outside the --mesh-axes searched"
+                                       : "NOT dominated by the frontier (a bug: please report)");
       out << line;
     }
     if (!f.points.empty()) out << "    fastest plan           point 0, " << seconds_human(f.points[0].cost.time) << "\n";
@@ -184,7 +191,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
     choose(gp, settings.memory_budget, budget_why);
     if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
-    print_frontier(gp, settings.batch, args.rows, text);
+    print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
     plans.push_back(std::move(gp));
   }
   if (args.json) write_text(*args.json, plan_json(settings, graph, plans), out);

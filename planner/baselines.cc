@@ -46,9 +46,11 @@ std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_ru
       bool ok = true;
       if (v.kind == VarKind::Op) ok = !c.recompute && op_rule(v, v.op_configs[static_cast<size_t>(c.op_config)]);
       if (v.kind == VarKind::Parameter && zero >= 0) {
-        bool replicated = std::any_of(c.layout.placements().begin(), c.layout.placements().end(),
-                                      [](const Placement& p) { return p.is_replicate(); });
-        ok = c.zero == (replicated && space.mesh().size() > 1 ? zero : 0);
+        // The level asked for where the space offers it (not for scalars or sharded storage).
+        bool offered = std::any_of(v.configs.begin(), v.configs.end(), [&](const VarConfig& o) {
+          return o.layout == c.layout && o.zero == zero;
+        });
+        ok = c.zero == (offered ? zero : 0);
       }
       if (ok) allowed[i].push_back(static_cast<int>(k));
     }

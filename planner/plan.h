@@ -72,7 +72,8 @@ struct GpuFrontier {
 
 // FT over a restriction of a space: allowed[v] lists the configurations variable v may take (all
 // when empty). The points carry full assignments of the space, with the Problem costs FT
-// solved: with `time_only`, memory counts as 0, so the one point is a fastest strategy (min-plus).
+// solved: with `time_only`, one objective (time, memory breaking near-ties at 1e-15 s per byte),
+// so the one point is a fastest strategy (min-plus).
 FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                           const FtOptions& options, bool time_only = false);
 

@@ -258,7 +258,9 @@ std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& 
     if (a[i] >= 0) continue;
     if (missing++ == 0) first = space.variables()[i].name;
   }
-  if (missing) bad(s.where, std::to_string(missing) + " variables have no configuration, the first '" + first + "'");
+  if (missing)
+    bad(s.where, std::to_string(missing) + (missing == 1 ? " variable has" : " variables have") +
+                     " no configuration, the first '" + first + "'");
   return a;
 }
 

@@ -139,11 +139,9 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     for (const Layout& l : layouts) {
       bool replicated_axis = std::any_of(l.placements().begin(), l.placements().end(),
                                          [](const Placement& p) { return p.is_replicate(); });
-      int levels = kind == VarKind::Parameter && options_.zero && replicated_axis && mesh_.size() > 1 &&
-                           !tensor.shape.empty()
-                       ? 3
-                       : 1;
-      for (int z = 0; z < levels; ++z) {
+      // ZeRO-1 is not offered: under this model it moves what ZeRO-2 moves and keeps more.
+      bool zero = kind == VarKind::Parameter && options_.zero && replicated_axis && mesh_.size() > 1 && !tensor.shape.empty();
+      for (int z : zero ? std::vector<int>{0, 2} : std::vector<int>{0}) {
         VarConfig c;
         c.layout = l;
         c.zero = z;
@@ -394,7 +392,10 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
       auto out = std::find(node.outputs.begin(), node.outputs.end(), s.tensor);
       bool is_input = std::find(node.inputs.begin(), node.inputs.end(), s.tensor) != node.inputs.end();
       if (out == node.outputs.end()) {
-        if (!is_input) b[Term::Activations] += static_cast<double>(g.tensors[static_cast<size_t>(s.tensor)].bytes()) / parts;
+        if (!is_input) {
+          const Tensor& kept = g.tensors[static_cast<size_t>(s.tensor)];
+          b[Term::Activations] += static_cast<double>(kept.elements() * options_.training.element_bytes(kept)) / parts;
+        }
         continue;
       }
       if (!linked_[static_cast<size_t>(s.tensor)] && !is_output_[static_cast<size_t>(s.tensor)])
@@ -487,9 +488,11 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
   } else if (from.kind == VarKind::Op) {  // producer -> tensor variable
     if (l.from_keeps && !same) b[Term::Activations] += bytes(lf);
   } else if (from.kind == VarKind::Parameter) {
-    // A reader using a parameter in another layout than it is stored in (gathered from shards:
-    // ZeRO-3 / FSDP style) holds that copy from forward until its backward.
-    if (!same) b[Term::Weights] += bytes(lt);
+    // A reader using a parameter gathered from its shards (ZeRO-3 / FSDP style) holds that copy
+    // from forward until its backward; a local slice of a replicated parameter is a view.
+    double moved = 0;
+    for (double t : comm.forward) moved += t;
+    if (!same && moved > 0) b[Term::Weights] += bytes(lt);
   } else {  // input or tensor variable -> reader
     if (to_needs && !same) b[Term::Activations] += bytes(lt);
   }

@@ -4,8 +4,9 @@
 //   op         every graph node; configurations = enumerate_configs (planner/op_configs.h), each
 //              also with "recompute" when the op may recompute (below)
 //   parameter  every trainable parameter read by an op; configurations = the layouts its readers'
-//              configurations ask for, each with ZeRO level 0, 1 or 2 when some mesh axis
-//              replicates it (the parameter's storage; readers redistribute from it)
+//              configurations ask for, each with ZeRO level 0 or 2 when some mesh axis replicates
+//              it (the parameter's storage; readers redistribute from it). ZeRO-1 is left out: it
+//              moves the same bytes as ZeRO-2 and keeps more, so it is never on a frontier.
 //   input      every data input; configurations = the layouts its readers ask for
 //   tensor     every activation read more than once (or read and also a graph output);
 //              configurations = the layouts its producer and readers use. It is the one copy the
@@ -20,8 +21,8 @@
 //   comm       every redistribution step's alpha-beta time (planner/collectives.h), by purpose
 //              (forward, backward, gradient synchronisation: bucketed, bucketed_step_time) and kind
 //   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
-//   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-1 divides
-//              the optimizer state, ZeRO-2 also the gradients, by the replicating axes' sizes); a
+//   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-2 divides
+//              the optimizer state and the gradients by the replicating axes' sizes); a
 //              reader using a parameter in another layout than its storage (gathered from shards,
 //              as ZeRO-3/FSDP do) holds that copy too, until its backward;
 //              activations saved for backward in the layouts they are saved in; data inputs;
@@ -91,8 +92,8 @@ struct VarConfig {
   int op_config = -1;      // op variables: index into Variable::op_configs
   bool recompute = false;  // op variables
   Layout layout = Layout({});  // parameter, input and tensor variables
-  int zero = 0;            // parameter variables: ZeRO level
-  std::string name;        // unique within the variable: "b:S0 n:S1", "b:S0 recompute", "[S(0),R] zero-1"
+  int zero = 0;            // parameter variables: ZeRO level, 0 or 2
+  std::string name;        // unique within the variable: "b:S0 n:S1", "b:S0 recompute", "[S(0),R] zero-2"
 };
 
 struct Variable {
@@ -120,7 +121,7 @@ struct Link {
 struct SpaceOptions {
   Training training;
   bool recompute = true;  // offer recompute on ops
-  bool zero = true;       // offer ZeRO-1/2 on parameters
+  bool zero = true;       // offer ZeRO-2 on parameters
 };
 
 class StrategySpace {

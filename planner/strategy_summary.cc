@@ -16,7 +16,6 @@ StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>
     const VarConfig& c = v.configs[static_cast<size_t>(assignment[i])];
     if (v.kind == VarKind::Parameter) {
       ++out.parameters;
-      out.zero1 += c.zero == 1;
       out.zero2 += c.zero == 2;
       continue;
     }
@@ -65,7 +64,6 @@ std::string summarize_strategy(const StrategySpace& space, const std::vector<int
     if (n == 0) return;
     s += ", ZeRO-" + std::to_string(level) + (n == c.parameters ? "" : " on " + std::to_string(n) + "/" + std::to_string(c.parameters) + " params");
   };
-  zero(c.zero1, 1);
   zero(c.zero2, 2);
   return s;
 }

@@ -1,5 +1,5 @@
 // A one-line description of a strategy for tables and plan files, such as
-// "DP2 x TP4, recompute 12 ops, ZeRO-1 on 148/148 params".
+// "DP2 x TP4, recompute 12 ops, ZeRO-2 on 140/148 params".
 //
 // Each mesh axis is named by what the op FLOPs on it mostly do: DP when the batch dim is split,
 // TP when a dim the op shares with a trainable parameter is split (Megatron column/row splits,
@@ -19,7 +19,7 @@ struct StrategyCounts {
   std::vector<std::string> axis_roles;  // per mesh axis: "DP", "TP", "SP" or "rep"
   int recomputed_ops = 0;
   int parameters = 0;
-  int zero1 = 0, zero2 = 0;  // parameters at each ZeRO level
+  int zero2 = 0;  // parameters at ZeRO level 2
 };
 
 StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>& assignment);

@@ -184,7 +184,7 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   CHECK(nlohmann::json::parse(e.out)["time_s"].get<double>() == f["baselines"][0]["time_s"].get<double>());
   strategy["configs"].erase(strategy["configs"].begin());
   std::string partial = write_temp("partial.json", strategy.dump());
-  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + partial + " --batch 8"), "1 variables have no configuration");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + partial + " --batch 8"), "1 variable has no configuration");
   check_refused(run("evaluate " + model("resnet50.onnx") + " --strategy " + plan + " --gpus 2"), "not the model the plan was made for");
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan), "choose one with --gpus");
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --point 100000"), "out of range");
