@@ -8,8 +8,8 @@ StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>
   const Graph& g = space.graph();
   const DeviceMesh& mesh = space.mesh();
   StrategyCounts out;
-  // FLOPs per axis on: DP, TP, SP, rep.
-  std::vector<std::array<double, 4>> weight(static_cast<size_t>(mesh.ndim()), std::array<double, 4>{});
+  // FLOPs per axis on: DP, TP, rep.
+  std::vector<std::array<double, 3>> weight(static_cast<size_t>(mesh.ndim()), std::array<double, 3>{});
   std::vector<NodeCost> costs = node_costs(g);
   for (size_t i = 0; i < space.variables().size(); ++i) {
     const Variable& v = space.variables()[i];
@@ -21,28 +21,18 @@ StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>
     }
     if (v.kind != VarKind::Op) continue;
     out.recomputed_ops += c.recompute;
-    const Node& node = g.nodes[static_cast<size_t>(v.node)];
     double flops = costs[static_cast<size_t>(v.node)].fwd_flops + 1;  // +1: ops without FLOPs still vote a little
     const OpConfig& oc = v.op_configs[static_cast<size_t>(c.op_config)];
     for (int a = 0; a < mesh.ndim(); ++a) {
       int d = oc.axis_dim[static_cast<size_t>(a)];
-      int kind = 3;
-      if (d >= 0) {
-        bool with_param = false;
-        for (size_t k = 0; k < node.inputs.size(); ++k) {
-          int t = node.inputs[k];
-          if (t < 0 || g.tensors[static_cast<size_t>(t)].kind != TensorKind::Parameter) continue;
-          for (int dim : v.space.inputs[k]) with_param = with_param || dim == d;
-        }
-        kind = v.space.dims[static_cast<size_t>(d)].role == DimRole::Batch ? 0 : with_param ? 1 : 2;
-      }
-      weight[static_cast<size_t>(a)][static_cast<size_t>(kind)] += flops;
+      size_t kind = d < 0 ? 2 : v.space.dims[static_cast<size_t>(d)].role == DimRole::Batch ? 0 : 1;
+      weight[static_cast<size_t>(a)][kind] += flops;
     }
   }
-  static const char* names[] = {"DP", "TP", "SP", "rep"};
+  static const char* names[] = {"DP", "TP", "rep"};
   for (const auto& w : weight) {
     size_t best = 0;
-    for (size_t k = 1; k < 4; ++k)
+    for (size_t k = 1; k < 3; ++k)
       if (w[k] > w[best]) best = k;
     out.axis_roles.push_back(names[best]);
   }

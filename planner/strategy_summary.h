@@ -1,10 +1,9 @@
 // A one-line description of a strategy for tables and plan files, such as
 // "DP2 x TP4, recompute 12 ops, ZeRO-2 on 140/148 params".
 //
-// Each mesh axis is named by what the op FLOPs on it mostly do: DP when the batch dim is split,
-// TP when a dim the op shares with a trainable parameter is split (Megatron column/row splits,
-// channels, heads), SP when another dim of activations only is split (sequence, spatial rows of
-// a matmul), "rep" when most work is replicated along it. FLOP-weighted majority per axis.
+// Each mesh axis is named by what the op FLOPs on it mostly do: DP when the batch dim is split, TP
+// when any other dim is (Megatron column/row splits, channels, heads, sequence), "rep" when most
+// work is replicated along it. FLOP-weighted majority per axis.
 // Pure function; thread-safe.
 #pragma once
 
@@ -16,7 +15,7 @@
 namespace tensoropt::planner {
 
 struct StrategyCounts {
-  std::vector<std::string> axis_roles;  // per mesh axis: "DP", "TP", "SP" or "rep"
+  std::vector<std::string> axis_roles;  // per mesh axis: "DP", "TP" or "rep"
   int recomputed_ops = 0;
   int parameters = 0;
   int zero2 = 0;  // parameters at ZeRO level 2
