@@ -10,11 +10,13 @@ namespace {
 
 struct Score {
   long fill = 0;
-  double log_size = 0;  // log of the product of the neighbours' configuration counts
+  double log_size = 0;   // log of the product of the neighbours' configuration counts
+  double log_ratio = 0;  // log_size minus the log of the node's own count
 };
 
 bool better(const Score& a, const Score& b) {
   if (a.fill != b.fill) return a.fill < b.fill;
+  if (a.log_ratio != b.log_ratio) return a.log_ratio < b.log_ratio;
   return a.log_size < b.log_size;
 }
 
@@ -44,6 +46,7 @@ Score score_of(const std::vector<std::vector<int>>& adj, const std::vector<doubl
       if (!adjacent(adj, nb[i], nb[j])) ++s.fill;
     }
   }
+  s.log_ratio = s.log_size - log_k[static_cast<size_t>(w)];
   return s;
 }
 

@@ -334,10 +334,18 @@ TEST_CASE("ft: the result does not depend on the number of threads") {
   // A ring: one node stays in every factor's scope, factors of K^2 entries with frontiers that
   // grow around the ring, big enough for the entries to be built on several threads.
   Rng rng(31337);
-  Problem ring = random_problem(Shape::kChain, 28, /*max_k=*/9, /*range=*/400, 1, rng);
-  Problem::Edge close{0, 27, {}};
-  for (int c = 0; c < ring.num_configs(0) * ring.num_configs(27); ++c) close.cost.push_back(draw_cost(rng, 400));
-  ring.edges.push_back(std::move(close));
+  const int n = 12;
+  const int k = 8;
+  Problem ring;
+  ring.node_cost.resize(n);
+  for (auto& costs : ring.node_cost) {
+    for (int c = 0; c < k; ++c) costs.push_back(draw_cost(rng, 400));
+  }
+  for (int v = 0; v < n; ++v) {
+    Problem::Edge e{v, (v + 1) % n, {}};
+    for (int c = 0; c < k * k; ++c) e.cost.push_back(draw_cost(rng, 400));
+    ring.edges.push_back(std::move(e));
+  }
   FtOptions one;
   one.threads = 1;
   FtOptions four;
