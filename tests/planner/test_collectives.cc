@@ -111,6 +111,13 @@ TEST_CASE("collectives: bucketed gradient steps share a bucket's latency by thei
   double sum = 1000 * bucketed_step_time(piece, mesh);
   CHECK(sum == doctest::Approx(step_time(full, mesh)).epsilon(0.01));
   CHECK(1000 * step_time(piece, mesh) > 2 * step_time(full, mesh));  // unbucketed: latency 1,000 times
+  // A ring all-reduce, bucketed, is a bucketed reduce-scatter plus a bucketed all-gather (ZeRO-2
+  // moves what data parallelism moves).
+  Step big = step_of(int64_t{1} << 22);
+  auto rs = redistribute({int64_t{1} << 22}, 4, Layout({P}), Layout({Placement::shard(0)}), mesh);
+  auto ag = redistribute({int64_t{1} << 22}, 4, Layout({Placement::shard(0)}), Layout({R}), mesh);
+  CHECK(bucketed_step_time(big, mesh) ==
+        doctest::Approx(bucketed_step_time(rs.steps[0], mesh) + bucketed_step_time(ag.steps[0], mesh)).epsilon(1e-12));
   // Never below the bandwidth term, never above the unbucketed time.
   double latency = collective_time(StepKind::AllReduce, 0, 8, mesh.axis(0).link);
   CHECK(bucketed_step_time(piece, mesh) >= step_time(piece, mesh) - latency);
