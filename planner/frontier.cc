@@ -228,6 +228,25 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
   out.clear();
   sides.clear();
   heap.clear();
+  double best = std::numeric_limits<double>::infinity();
+  const auto offer = [&](const Head& h) {  // h leaves the heap
+    if (h.cost.memory < best) {
+      best = h.cost.memory;
+      if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
+      out.push_back({h.cost, h.term, h.i, h.j});
+    }
+  };
+  if (std::all_of(terms.begin(), terms.end(), [](const SumTerm& t) { return t.a.size() == 1 && t.b.size() == 1; })) {
+    // Every term one sum (common: node and edge costs): they leave the heap in sorted order.
+    thread_local std::vector<Head> singles;
+    singles.clear();
+    for (size_t t = 0; t < terms.size(); ++t) {
+      singles.push_back({terms[t].a[0].cost + terms[t].b[0].cost, static_cast<uint32_t>(t), 0, 0});
+    }
+    std::sort(singles.begin(), singles.end(), earlier);
+    for (const Head& h : singles) offer(h);
+    return;
+  }
   const auto head = [&](uint32_t term, size_t list, size_t pos) {
     const Side& s = sides[term];
     const uint32_t l = static_cast<uint32_t>(list);
@@ -245,14 +264,9 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
   for (size_t t = 0; t < sides.size(); ++t) {
     if (sides[t].n_short > 0) heap.push(head(static_cast<uint32_t>(t), 0, 0));
   }
-  double best = std::numeric_limits<double>::infinity();
   while (!heap.empty()) {
     const Head h = heap.top();
-    if (h.cost.memory < best) {
-      best = h.cost.memory;
-      if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
-      out.push_back({h.cost, h.term, h.i, h.j});
-    }
+    offer(h);
     const Side& s = sides[h.term];
     const size_t list = s.a_short ? h.i : h.j;
     const size_t pos = s.a_short ? h.j : h.i;
