@@ -84,7 +84,7 @@ struct FtStats {
   int64_t largest_factor_entries = 0;  // over all factors, the initial edge factors included
   int64_t entry_evaluations = 0;  // sum over eliminations of built entries x K_x: factor work
   int64_t largest_factor_points = 0;
-  int64_t peak_bytes = 0;            // factors (entries and points) plus provenance records
+  int64_t peak_bytes = 0;  // factors (entries, points, a few reused buffers) plus provenance records
   int64_t provenance_records = 0;
   int parallel_steps = 0;            // eliminations whose entries were built on several threads
   double seconds = 0;
