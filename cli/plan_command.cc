@@ -91,9 +91,7 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
     for (const MeshStats& m : f.meshes) approximate = approximate || !m.approximation.empty();
     out << "  baselines, as the frontier sees them:\n";
     for (const Baseline& b : gp.baselines) {
-      int dom = -1;
-      for (size_t k = 0; k < f.points.size() && dom < 0; ++k)
-        if (weakly_dominates(f.points[k].cost, b.cost)) dom = static_cast<int>(k);
+      int dom = dominating_point(f, b.cost);
       char line[512];
       std::snprintf(line, sizeof line, "    %-22s %12s  %11s  %-7s  %s; %s\n", b.name.c_str(), seconds_human(b.cost.time).c_str(),
                     bytes_human(b.cost.memory).c_str(), mesh_shape(b.space->mesh()).c_str(),

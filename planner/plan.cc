@@ -60,6 +60,19 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
   return {std::move(sub), std::move(keep)};
 }
 
+// The Pareto set of points from several solves: sorted by (time, memory), stable, so among equal
+// costs the earlier one stays; then every point not below the last kept memory dropped.
+template <typename Point>
+std::vector<Point> pareto_merge(std::vector<Point> all) {
+  std::stable_sort(all.begin(), all.end(), [](const Point& a, const Point& b) {
+    return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
+  });
+  std::vector<Point> kept;
+  for (Point& p : all)
+    if (kept.empty() || p.cost.memory < kept.back().cost.memory) kept.push_back(std::move(p));
+  return kept;
+}
+
 // Whether FT may be tried exactly on `p`: no factor above kMaxExactFactorEntries entries and an
 // elimination order no wider than kMaxExactWidth, unless no factor exceeds 64 entries.
 bool tractable(const Problem& p) {
@@ -174,19 +187,21 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
       if (all.empty()) continue;
       approximation = "approximate: " + std::to_string(restricted) +
                       " variables of densely connected regions restricted to uniform data-parallel or replicated strategies";
-      std::stable_sort(all.begin(), all.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
-        return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
-      });
       FtResult out;
       out.stats = stats;
-      for (FrontierPoint& q : all)
-        if (out.points.empty() || q.cost.memory < out.points.back().cost.memory) out.points.push_back(std::move(q));
+      out.points = pareto_merge(std::move(all));
       return out;
     }
     throw;
   }
 }
 
+
+int dominating_point(const GpuFrontier& frontier, Cost cost) {
+  for (size_t k = 0; k < frontier.points.size(); ++k)
+    if (weakly_dominates(frontier.points[k].cost, cost)) return static_cast<int>(k);
+  return -1;
+}
 
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes) {
   if (max_mesh_axes < 1 || max_mesh_axes > 3) throw InputError("--mesh-axes must be 1, 2 or 3");
@@ -237,11 +252,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     out.meshes.push_back(std::move(ms));
   }
   if (out.spaces.empty()) throw InputError("no mesh for " + std::to_string(gpus) + " GPUs could be planned: " + out.skipped.front());
-  std::stable_sort(all.begin(), all.end(), [](const PlanPoint& a, const PlanPoint& b) {
-    return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
-  });
-  for (PlanPoint& p : all)
-    if (out.points.empty() || p.cost.memory < out.points.back().cost.memory) out.points.push_back(std::move(p));
+  out.points = pareto_merge(std::move(all));
   out.seconds = seconds();
   return out;
 }

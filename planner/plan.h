@@ -82,6 +82,9 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                              const FtOptions& options, std::string& approximation, bool time_only = false);
 
+// The first (fastest) point of the frontier no slower and no larger than `cost`; -1 when none.
+int dominating_point(const GpuFrontier& frontier, Cost cost);
+
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes);
 
 GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,

@@ -167,9 +167,7 @@ std::string plan_json(const PlanSettings& settings, const Graph& graph, const st
       for (size_t i = 0; i < b.assignment.size(); ++i)
         names[b.space->variables()[i].name] = b.space->variables()[i].configs[static_cast<size_t>(b.assignment[i])].name;
       bj["strategy"] = {{"mesh", mesh_json(b.space->mesh())["shape"]}, {"configs", names}};
-      int dominating = -1;
-      for (size_t k = 0; k < f.points.size() && dominating < 0; ++k)
-        if (weakly_dominates(f.points[k].cost, b.cost)) dominating = static_cast<int>(k);
+      int dominating = dominating_point(f, b.cost);
       bj["dominated_by_point"] = dominating >= 0 ? ordered_json(dominating) : ordered_json(nullptr);
       ordered_json entry = {{"name", b.name}};
       for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();

@@ -79,7 +79,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
                              const SpaceOptions& options)
     : graph_(&graph), mesh_(mesh), compute_(&compute), options_(options) {
   const Graph& g = graph;
-  node_costs_ = node_costs(g);
+  node_costs_ = tensoropt::node_costs(g);
   requires_grad_ = requires_grad(g);
   is_output_.assign(g.tensors.size(), false);
   for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;

@@ -134,6 +134,7 @@ class StrategySpace {
   const Problem& problem() const { return problem_; }
   const std::vector<Variable>& variables() const { return vars_; }
   const std::vector<Link>& links() const { return links_; }  // links_[e] is problem().edges[e]
+  const std::vector<NodeCost>& node_costs() const { return node_costs_; }  // graph/summary.h, per node
   int find_variable(const std::string& name) const;          // -1 when absent
 
   // The terms of one variable's configuration and of one link under its ends' configurations;

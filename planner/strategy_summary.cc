@@ -5,12 +5,11 @@
 namespace tensoropt::planner {
 
 StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>& assignment) {
-  const Graph& g = space.graph();
   const DeviceMesh& mesh = space.mesh();
   StrategyCounts out;
   // FLOPs per axis on: DP, TP, rep.
   std::vector<std::array<double, 3>> weight(static_cast<size_t>(mesh.ndim()), std::array<double, 3>{});
-  std::vector<NodeCost> costs = node_costs(g);
+  const std::vector<NodeCost>& costs = space.node_costs();
   for (size_t i = 0; i < space.variables().size(); ++i) {
     const Variable& v = space.variables()[i];
     const VarConfig& c = v.configs[static_cast<size_t>(assignment[i])];
