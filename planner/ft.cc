@@ -15,6 +15,7 @@
 
 #include "graph/error.h"
 #include "planner/elimination_order.h"
+#include "planner/ft_bounds.h"
 #include "planner/provenance.h"
 
 namespace tensoropt::planner {
@@ -161,8 +162,10 @@ class Eliminator {
       delta_ = std::pow(1 + options_.epsilon, 1.0 / order.depth) - 1;
     }
     stats_.delta = delta_;
+    if (!options_.known.empty()) prepare_bounds(order);
     add_initial_factors();
     for (size_t step = 0; step < order.order.size(); ++step) {
+      step_ = step;
       eliminate(order.order[step], order.scopes[step]);
       if (options_.progress) {
         options_.progress({static_cast<int>(step) + 1, problem_.num_nodes(),
@@ -176,6 +179,38 @@ class Eliminator {
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
+
+  // The known costs as a staircase (time ascending, memory descending), scaled by 1 + epsilon,
+  // and the outside bounds of every step's factor.
+  void prepare_bounds(const EliminationOrder& order) {
+    std::vector<Frontier::Point> scaled;
+    for (Cost c : options_.known) {
+      if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {
+        throw std::invalid_argument("FT: a known cost is negative or not finite");
+      }
+      scaled.push_back({{c.time * (1 + options_.epsilon), c.memory * (1 + options_.epsilon)}, kNoHandle});
+    }
+    const Frontier staircase = Frontier::from_points(std::move(scaled));
+    for (const Frontier::Point& p : staircase.points()) known_.push_back(p.cost);
+    bounds_ = outside_bounds(problem_, order);
+    integral_memory_ = true;
+    const auto whole = [](Cost c) { return std::floor(c.memory) == c.memory && c.memory < 0x1p52; };
+    for (const auto& costs : problem_.node_cost)
+      for (Cost c : costs) integral_memory_ = integral_memory_ && whole(c);
+    for (const Problem::Edge& e : problem_.edges)
+      for (Cost c : e.cost) integral_memory_ = integral_memory_ && whole(c);
+  }
+
+  // Whether a known cost beats every completion of a point whose completions cost at least lb
+  // (ft.h, "Known strategies").
+  bool beaten(Cost lb) const {
+    const double t = lb.time * (1 - kKnownMargin);
+    auto it = std::upper_bound(known_.begin(), known_.end(), t, [](double v, const Cost& c) { return v < c.time; });
+    if (it == known_.begin()) return false;
+    --it;
+    return it->memory <= (integral_memory_ ? lb.memory : lb.memory * (1 - kKnownMargin));
+  }
+  static constexpr double kKnownMargin = 1e-9;
 
   Handle combine(Handle left, Handle right) {
     if (left == kNoHandle) return right;
@@ -527,6 +562,10 @@ class Eliminator {
       }
       union_of_sums(terms, chosen);
       if (delta_ > 0) epsilon_filter(chosen);
+      if (!known_.empty()) {
+        const Cost outside = bounds_.step[step_][e];
+        std::erase_if(chosen, [&](const SumChoice& c) { return beaten(c.cost + outside); });
+      }
       for (const SumChoice& c : chosen) {
         const SumTerm& t = terms[c.term];
         out.push_back({c.cost, config[c.term], t.a[c.i].handle, t.b[c.j].handle});
@@ -557,6 +596,12 @@ class Eliminator {
     }
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
     stats_.provenance_records = arena_.size();
+    if (!known_.empty()) {  // the components' sum: complete strategies, nothing outside
+      std::vector<Frontier::Point> kept;
+      for (const Frontier::Point& p : total.points())
+        if (!beaten(p.cost)) kept.push_back(p);
+      total = Frontier::from_sorted(std::move(kept));
+    }
 
     // Rebuild every assignment and cost it by evaluate()'s sum, then re-establish the invariant
     // on those costs (the elimination adds in another order; with integral costs nothing changes).
@@ -586,6 +631,10 @@ class Eliminator {
   const std::chrono::steady_clock::time_point start_;
   int threads_ = 1;
   double delta_ = 0;
+  size_t step_ = 0;                // the elimination in progress
+  std::vector<Cost> known_;        // see prepare_bounds
+  OutsideBounds bounds_;
+  bool integral_memory_ = false;
   std::vector<Factor> factors_;
   std::vector<std::vector<int>> by_node_;  // [node] ids of factors whose scope holds it
   std::vector<int> finished_;              // ids of scope-free factors

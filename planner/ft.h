@@ -35,6 +35,19 @@
 // frontier point p some returned q has q.time <= (1+epsilon) p.time and q.memory <=
 // (1+epsilon) p.memory. Every returned point is an actual strategy, costed by evaluate().
 //
+// Known strategies. With options.known non-empty, every built entry leaves out the points whose
+// every completion is beaten by a known cost u: with lb = the point plus the entry's outside
+// bounds (planner/ft_bounds.h: the least time and the least memory of everything not yet folded
+// in), left out when (1+epsilon) u.time <= (1 - 1e-9) lb.time and (1+epsilon) u.memory <= lb.memory
+// (when every memory cost is a whole number, so sums are exact; else also with the 1e-9 margin).
+// Every completion c of such a point then has (1+epsilon) u strictly faster than c and no larger,
+// whatever order c's sum is rounded in. Exact (epsilon = 0): the result holds every exact frontier
+// point that no known cost beats that way, and only exact frontier points; the points left out
+// are strictly dominated by a known strategy, so the frontier of the union with the Problems the
+// known costs came from is unchanged. With epsilon: for every strategy c of the union, its
+// merged frontier has a point within (1+epsilon) c (by induction on c's time: a point left out
+// on account of u has every completion above (1+epsilon) u, and u is faster).
+//
 // Result: points sorted by time strictly ascending, memory strictly descending, each with the
 // assignment that achieves it and the cost evaluate() gives that assignment. Deterministic: the
 // same Problem and options give the identical result.
@@ -70,6 +83,10 @@ struct FtOptions {
   // Threads that build the entries of big factors; 0: one per hardware thread. The result does
   // not depend on it.
   int threads = 0;
+  // Costs of strategies known to exist (evaluate()d costs of this Problem's strategies, or of
+  // other Problems' whose frontiers are merged with this one, in the same cost space). See
+  // "Known strategies" above. Empty: nothing is left out on their account.
+  std::vector<Cost> known;
 };
 
 struct FrontierPoint {

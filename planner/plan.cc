@@ -8,6 +8,10 @@
 #include "graph/error.h"
 #include "planner/baselines.h"
 #include "planner/elimination_order.h"
+#include "planner/ft_bounds.h"
+#include <cmath>
+#include <limits>
+#include <numeric>
 
 namespace tensoropt::planner {
 
@@ -208,6 +212,28 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
   return DeviceMesh::for_cluster(cluster, gpus).factorizations(max_mesh_axes);
 }
 
+namespace {
+
+// Costs of a few strategies of `problem` that are optimal for weighted sums of time and memory
+// (the frontier's convex hull, coarsely): from the fastest to the smallest, with weights spread
+// around the one that makes a second and the smallest memory equally heavy.
+std::vector<Cost> hull_strategies(const Problem& problem) {
+  const EliminationOrder order = greedy_elimination_order(problem);
+  std::vector<Cost> out;
+  const Cost fastest = evaluate(problem, weighted_optimum(problem, order, 1, 1e-18));
+  const Cost smallest = evaluate(problem, weighted_optimum(problem, order, 1e-18, 1));
+  out.push_back(fastest);
+  out.push_back(smallest);
+  if (fastest.memory <= smallest.memory || smallest.memory <= 0) return out;
+  const double base = (smallest.time - fastest.time) / (fastest.memory - smallest.memory);
+  if (!(base > 0) || !std::isfinite(base)) return out;
+  for (double f : {1.0 / 64, 1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0, 64.0})
+    out.push_back(evaluate(problem, weighted_optimum(problem, order, 1, base * f)));
+  return out;
+}
+
+}  // namespace
+
 GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
                           const PlanOptions& options) {
   using clock = std::chrono::steady_clock;
@@ -215,18 +241,51 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   auto seconds = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
   GpuFrontier out;
   out.gpus = gpus;
-  std::vector<PlanPoint> all;
+
+  // Every mesh's space, and a few strategies of each on its frontier's convex hull.
+  struct Slot {
+    std::unique_ptr<StrategySpace> space;
+    std::vector<Cost> hull;  // Problem costs
+    MeshStats stats;
+    FtResult result;
+    std::string skipped;
+  };
+  std::vector<Slot> slots;
   for (const DeviceMesh& mesh : candidate_meshes(cluster, gpus, options.max_mesh_axes)) {
-    std::string label = std::to_string(gpus) + " GPUs, mesh " + mesh.str();
-    if (options.progress) options.progress(label + ": building the strategy space");
-    auto space = std::make_unique<StrategySpace>(graph, mesh, compute, options.space);
-    MeshStats ms;
-    ms.mesh = mesh.str();
-    ms.variables = static_cast<int>(space->variables().size());
-    for (const Variable& v : space->variables()) ms.configurations += static_cast<int64_t>(v.configs.size());
+    if (options.progress) options.progress(std::to_string(gpus) + " GPUs, mesh " + mesh.str() + ": building the strategy space");
+    Slot slot;
+    slot.space = std::make_unique<StrategySpace>(graph, mesh, compute, options.space);
+    if (tractable(slot.space->problem())) slot.hull = hull_strategies(slot.space->problem());
+    slots.push_back(std::move(slot));
+  }
+
+  // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
+  // leave out, on the later meshes, what it strictly dominates. Known costs from another mesh are
+  // full costs (workspace included) less this mesh's workspace floor, so only points whose every
+  // completion is strictly dominated after re-costing are left out (ft.h "Known strategies").
+  std::vector<size_t> solve_order(slots.size());
+  std::iota(solve_order.begin(), solve_order.end(), size_t{0});
+  const auto fastest = [&](size_t i) {
+    double t = std::numeric_limits<double>::infinity();
+    for (Cost c : slots[i].hull) t = std::min(t, c.time);
+    return t;
+  };
+  std::stable_sort(solve_order.begin(), solve_order.end(), [&](size_t x, size_t y) { return fastest(x) < fastest(y); });
+  std::vector<Cost> found;  // full costs of the frontier points found so far
+  for (size_t i : solve_order) {
+    Slot& slot = slots[i];
+    const StrategySpace& space = *slot.space;
+    const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
+    MeshStats& ms = slot.stats;
+    ms.mesh = space.mesh().str();
+    ms.variables = static_cast<int>(space.variables().size());
+    for (const Variable& v : space.variables()) ms.configurations += static_cast<int64_t>(v.configs.size());
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
+    ft.known = slot.hull;
+    const double floor = space.workspace_floor();
+    for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
     double last = -1;
     if (options.progress) {
       ft.progress = [&](const FtProgress& p) {
@@ -236,20 +295,29 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
                          std::to_string(p.factor_bytes >> 20) + " MiB");
       };
     }
-    FtResult r;
     try {
-      r = solve_with_fallback(*space, {}, ft, ms.approximation);
+      slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
     } catch (const std::length_error& e) {
-      out.skipped.push_back(mesh.str() + ": " + e.what());
+      slot.skipped = space.mesh().str() + ": " + e.what();
       continue;
     }
-    ms.frontier_points = static_cast<int>(r.points.size());
-    ms.ft = r.stats;
-    out.peak_bytes = std::max(out.peak_bytes, r.stats.peak_bytes);
-    int index = static_cast<int>(out.spaces.size());
-    for (FrontierPoint& p : r.points) all.push_back({space->cost(p.assignment), index, std::move(p.assignment)});
-    out.spaces.push_back(std::move(space));
-    out.meshes.push_back(std::move(ms));
+    ms.frontier_points = static_cast<int>(slot.result.points.size());
+    ms.ft = slot.result.stats;
+    for (const FrontierPoint& p : slot.result.points) found.push_back(space.cost(p.assignment));
+  }
+
+  // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
+  std::vector<PlanPoint> all;
+  for (Slot& slot : slots) {
+    if (!slot.skipped.empty()) {
+      out.skipped.push_back(slot.skipped);
+      continue;
+    }
+    out.peak_bytes = std::max(out.peak_bytes, slot.result.stats.peak_bytes);
+    const int index = static_cast<int>(out.spaces.size());
+    for (FrontierPoint& p : slot.result.points) all.push_back({slot.space->cost(p.assignment), index, std::move(p.assignment)});
+    out.spaces.push_back(std::move(slot.space));
+    out.meshes.push_back(std::move(slot.stats));
   }
   if (out.spaces.empty()) throw InputError("no mesh for " + std::to_string(gpus) + " GPUs could be planned: " + out.skipped.front());
   out.points = pareto_merge(std::move(all));

@@ -237,6 +237,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   // The Problem.
   building_ = true;
   var_terms_.resize(vars_.size());
+  workspace_.resize(vars_.size());
   problem_.node_cost.resize(vars_.size());
   for (size_t i = 0; i < vars_.size(); ++i) {
     for (size_t k = 0; k < vars_[i].configs.size(); ++k) {
@@ -250,6 +251,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
         case VarKind::Tensor: b = tensor_terms(v, c); break;
       }
       var_terms_[i].push_back(b);
+      workspace_[i].push_back(op_workspace(i, static_cast<int>(k)));
       problem_.node_cost[i].push_back({b.time(), b.memory()});
     }
   }
@@ -499,30 +501,40 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
   return b;
 }
 
+double StrategySpace::op_workspace(size_t var, int config) const {
+  const Variable& v = vars_[var];
+  if (v.kind != VarKind::Op) return 0;
+  const NodeCost& nc = node_costs_[static_cast<size_t>(v.node)];
+  const OpConfig& oc = v.op_configs[static_cast<size_t>(v.configs[static_cast<size_t>(config)].op_config)];
+  const Node& node = graph_->nodes[static_cast<size_t>(v.node)];
+  double w = 0;
+  bool backward = false;
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    if (node.inputs[k] >= 0 && nc.input_grad[k]) {
+      w += static_cast<double>(local_bytes(node.inputs[k], oc.inputs[k]));
+      backward = true;
+    }
+  }
+  if (!backward) return 0;
+  for (size_t o = 0; o < node.outputs.size(); ++o)
+    if (node.outputs[o] >= 0 && requires_grad_[static_cast<size_t>(node.outputs[o])])
+      w += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
+  return w;
+}
+
 double StrategySpace::workspace(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
   double most = 0;
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const Variable& v = vars_[i];
-    if (v.kind != VarKind::Op) continue;
-    const NodeCost& nc = node_costs_[static_cast<size_t>(v.node)];
-    const OpConfig& oc = v.op_configs[static_cast<size_t>(v.configs[static_cast<size_t>(assignment[i])].op_config)];
-    const Node& node = graph_->nodes[static_cast<size_t>(v.node)];
-    double w = 0;
-    bool backward = false;
-    for (size_t k = 0; k < node.inputs.size(); ++k) {
-      if (node.inputs[k] >= 0 && nc.input_grad[k]) {
-        w += static_cast<double>(local_bytes(node.inputs[k], oc.inputs[k]));
-        backward = true;
-      }
-    }
-    if (!backward) continue;
-    for (size_t o = 0; o < node.outputs.size(); ++o)
-      if (node.outputs[o] >= 0 && requires_grad_[static_cast<size_t>(node.outputs[o])])
-        w += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
-    most = std::max(most, w);
-  }
+  for (size_t i = 0; i < vars_.size(); ++i) most = std::max(most, workspace_[i][static_cast<size_t>(assignment[i])]);
   return most;
+}
+
+double StrategySpace::workspace_floor() const {
+  double floor = 0;
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    if (!workspace_[i].empty()) floor = std::max(floor, *std::min_element(workspace_[i].begin(), workspace_[i].end()));
+  }
+  return floor;
 }
 
 Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {

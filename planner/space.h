@@ -143,6 +143,9 @@ class StrategySpace {
   Breakdown link_terms(int link, int from_config, int to_config) const;
   // The largest backward transient of one op in a strategy (bytes), outside the Problem's sum.
   double workspace(const std::vector<int>& assignment) const;
+  // A lower bound on workspace() over every strategy: the largest over ops of the least
+  // transient any of its configurations has.
+  double workspace_floor() const;
   // Every term of a strategy, workspace included.
   Breakdown breakdown(const std::vector<int>& assignment) const;
   // The strategy's (time, memory): evaluate(problem(), assignment) plus workspace(). FT points
@@ -157,6 +160,7 @@ class StrategySpace {
   const Layout& to_layout(const Link& l, int config) const;
   bool recomputes(int var, int config) const;
   int64_t local_bytes(int tensor, const Layout& layout) const;
+  double op_workspace(size_t var, int config) const;  // one op variable's backward transient
   // Forward and backward time per collective kind of one layout transition (memoised while
   // building: layers repeat, and so do their transitions).
   CommCost transition(int tensor, const Layout& from, const Layout& to, bool gradient) const;
@@ -173,6 +177,7 @@ class StrategySpace {
   SpaceOptions options_;
   std::vector<NodeCost> node_costs_;
   std::vector<bool> requires_grad_;
+  std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace
   std::vector<bool> is_output_;
   std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
   std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links

@@ -1,0 +1,236 @@
+// Min-plus elimination with two independent scalar objectives; see ft_bounds.h.
+#include "planner/ft_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace tensoropt::planner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Cost least(Cost a, Cost b) { return {std::min(a.time, b.time), std::min(a.memory, b.memory)}; }
+
+struct Table {
+  std::vector<int> scope;       // sorted node ids
+  std::vector<int64_t> stride;  // row-major, last position fastest
+  std::vector<Cost> value;      // [entry]
+};
+
+// One elimination step's joint assignments: the step's scope, then x last. For each consumed
+// table, its stride for each joint position (0 where the table does not hold that node).
+struct Joint {
+  std::vector<int> nodes;                    // scope..., x
+  std::vector<int> configs;                  // [position]
+  std::vector<std::vector<int64_t>> stride;  // [table][position]
+};
+
+// Componentwise min-plus elimination over the Problem's costs mapped by `map`, mirroring FT's
+// factor bookkeeping: the tables consumed at each step are the live ones holding x, in creation
+// order, and the step's table gets id (nodes + edges + step).
+class Elimination {
+ public:
+  Elimination(const Problem& problem, const EliminationOrder& order, const std::function<Cost(Cost)>& map)
+      : problem_(problem), order_(order) {
+    const int n = problem.num_nodes();
+    if (order.order.size() != static_cast<size_t>(n) || order.scopes.size() != order.order.size()) {
+      throw std::invalid_argument("elimination order does not match the problem");
+    }
+    by_node_.assign(static_cast<size_t>(n), {});
+    for (int v = 0; v < n; ++v) {
+      Table t;
+      t.scope = {v};
+      t.stride = {1};
+      for (Cost c : problem.node_cost[static_cast<size_t>(v)]) t.value.push_back(map(c));
+      add(std::move(t));
+    }
+    for (const Problem::Edge& e : problem.edges) {
+      Table t;
+      const size_t ku = static_cast<size_t>(problem.num_configs(e.u));
+      const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
+      t.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
+      t.stride = e.u < e.v ? std::vector<int64_t>{static_cast<int64_t>(kv), 1} : std::vector<int64_t>{static_cast<int64_t>(ku), 1};
+      t.value.resize(ku * kv);
+      for (size_t a = 0; a < ku; ++a)
+        for (size_t b = 0; b < kv; ++b) t.value[e.u < e.v ? a * kv + b : b * ku + a] = map(e.cost[a * kv + b]);
+      add(std::move(t));
+    }
+    first_created_ = static_cast<int>(tables_.size());
+    std::vector<bool> live(tables_.size(), true);
+    for (size_t s = 0; s < order.order.size(); ++s) {
+      const int x = order.order[s];
+      std::vector<int> consumed;
+      std::vector<int> scope;
+      for (int id : by_node_[static_cast<size_t>(x)]) {
+        if (!live[static_cast<size_t>(id)]) continue;
+        live[static_cast<size_t>(id)] = false;
+        consumed.push_back(id);
+        for (int u : tables_[static_cast<size_t>(id)].scope)
+          if (u != x) scope.push_back(u);
+      }
+      std::sort(scope.begin(), scope.end());
+      scope.erase(std::unique(scope.begin(), scope.end()), scope.end());
+      if (scope != order.scopes[s]) throw std::invalid_argument("elimination order scope mismatch at step " + std::to_string(s));
+      Table t;
+      t.scope = scope;
+      t.stride.resize(scope.size());
+      int64_t entries = 1;
+      for (size_t p = scope.size(); p-- > 0;) {
+        t.stride[p] = entries;
+        entries *= problem.num_configs(scope[p]);
+      }
+      t.value.assign(static_cast<size_t>(entries), Cost{kInf, kInf});
+      consumed_.push_back(consumed);
+      const Joint j = joint(s);
+      for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
+        Cost sum{0, 0};
+        for (size_t f = 0; f < consumed.size(); ++f) sum = sum + tables_[static_cast<size_t>(consumed[f])].value[static_cast<size_t>(at[f])];
+        t.value[static_cast<size_t>(entry)] = least(t.value[static_cast<size_t>(entry)], sum);
+      });
+      add(std::move(t));
+      live.push_back(true);
+    }
+  }
+
+  // Outside minima of every step's table (see ft_bounds.h).
+  OutsideBounds outside() const {
+    std::vector<std::vector<Cost>> out(tables_.size());
+    const size_t steps = order_.order.size();
+    // Finished components: each one's outside is the sum of the others' minima.
+    std::vector<size_t> finished;
+    for (size_t s = 0; s < steps; ++s)
+      if (order_.scopes[s].empty()) finished.push_back(s);
+    for (size_t s : finished) {
+      Cost other{0, 0};
+      for (size_t t : finished)
+        if (t != s) other = other + created(t).value[0];
+      out[static_cast<size_t>(first_created_) + s] = {other};
+    }
+    for (size_t s = steps; s-- > 0;) {
+      const std::vector<Cost>& mine = out[static_cast<size_t>(first_created_) + s];
+      const std::vector<int>& consumed = consumed_[s];
+      const Joint j = joint(s);
+      for (size_t f = 0; f < consumed.size(); ++f) {
+        if (consumed[f] < first_created_) continue;
+        std::vector<Cost>& theirs = out[static_cast<size_t>(consumed[f])];
+        theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), Cost{kInf, kInf});
+        for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
+          Cost sum = mine[static_cast<size_t>(entry)];
+          for (size_t g = 0; g < consumed.size(); ++g)
+            if (g != f) sum = sum + tables_[static_cast<size_t>(consumed[g])].value[static_cast<size_t>(at[g])];
+          Cost& slot = theirs[static_cast<size_t>(at[f])];
+          slot = least(slot, sum);
+        });
+      }
+    }
+    OutsideBounds bounds;
+    for (size_t s = 0; s < steps; ++s) bounds.step.push_back(std::move(out[static_cast<size_t>(first_created_) + s]));
+    return bounds;
+  }
+
+  // The assignment achieving the first component's minimum, decoded backwards.
+  std::vector<int> argmin() const {
+    std::vector<int> a(static_cast<size_t>(problem_.num_nodes()), -1);
+    for (size_t s = order_.order.size(); s-- > 0;) {
+      const int x = order_.order[s];
+      double best = kInf;
+      int best_k = 0;
+      for (int k = 0; k < problem_.num_configs(x); ++k) {
+        a[static_cast<size_t>(x)] = k;
+        double sum = 0;
+        for (int id : consumed_[s]) {
+          const Table& t = tables_[static_cast<size_t>(id)];
+          int64_t at = 0;
+          for (size_t p = 0; p < t.scope.size(); ++p) at += a[static_cast<size_t>(t.scope[p])] * t.stride[p];
+          sum += t.value[static_cast<size_t>(at)].time;
+        }
+        if (sum < best) {
+          best = sum;
+          best_k = k;
+        }
+      }
+      a[static_cast<size_t>(x)] = best_k;
+    }
+    return a;
+  }
+
+ private:
+  void add(Table t) {
+    const int id = static_cast<int>(tables_.size());
+    for (int v : t.scope) by_node_[static_cast<size_t>(v)].push_back(id);
+    tables_.push_back(std::move(t));
+  }
+
+  const Table& created(size_t step) const { return tables_[static_cast<size_t>(first_created_) + step]; }
+
+  Joint joint(size_t s) const {
+    Joint j;
+    j.nodes = order_.scopes[s];
+    j.nodes.push_back(order_.order[s]);
+    for (int v : j.nodes) j.configs.push_back(problem_.num_configs(v));
+    for (int id : consumed_[s]) {
+      const Table& t = tables_[static_cast<size_t>(id)];
+      std::vector<int64_t> stride(j.nodes.size(), 0);
+      for (size_t p = 0; p < t.scope.size(); ++p) {
+        const size_t at = static_cast<size_t>(std::find(j.nodes.begin(), j.nodes.end(), t.scope[p]) - j.nodes.begin());
+        stride[at] = t.stride[p];
+      }
+      j.stride.push_back(std::move(stride));
+    }
+    return j;
+  }
+
+  // Calls fn(entry of the step's table, [table] index into each consumed table) for every joint
+  // assignment, x fastest.
+  template <class Fn>
+  static void for_each_joint(const Joint& j, const Fn& fn) {
+    const size_t positions = j.nodes.size();
+    const size_t tables = j.stride.size();
+    std::vector<int> digit(positions, 0);
+    std::vector<int64_t> at(tables, 0);
+    const size_t x = positions - 1;
+    const int kx = j.configs[x];
+    for (int64_t entry = 0;; ++entry) {
+      for (int k = 0; k < kx; ++k) {
+        fn(entry, at);
+        for (size_t f = 0; f < tables; ++f) at[f] += j.stride[f][x];
+      }
+      for (size_t f = 0; f < tables; ++f) at[f] -= kx * j.stride[f][x];
+      size_t p = x;
+      while (p-- > 0) {
+        for (size_t f = 0; f < tables; ++f) at[f] += j.stride[f][p];
+        if (++digit[p] < j.configs[p]) break;
+        for (size_t f = 0; f < tables; ++f) at[f] -= digit[p] * j.stride[f][p];
+        digit[p] = 0;
+      }
+      if (p == static_cast<size_t>(-1)) return;
+    }
+  }
+
+  const Problem& problem_;
+  const EliminationOrder& order_;
+  std::vector<Table> tables_;
+  std::vector<std::vector<int>> by_node_;
+  std::vector<std::vector<int>> consumed_;  // [step] table ids
+  int first_created_ = 0;
+};
+
+}  // namespace
+
+OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& order) {
+  return Elimination(problem, order, [](Cost c) { return c; }).outside();
+}
+
+std::vector<int> weighted_optimum(const Problem& problem, const EliminationOrder& order, double w_time,
+                                  double w_memory) {
+  if (!std::isfinite(w_time) || !std::isfinite(w_memory) || w_time < 0 || w_memory < 0 || w_time + w_memory <= 0) {
+    throw std::invalid_argument("weighted_optimum: weights must be finite, non-negative and not both zero");
+  }
+  return Elimination(problem, order, [&](Cost c) { return Cost{w_time * c.time + w_memory * c.memory, 0}; }).argmin();
+}
+
+}  // namespace tensoropt::planner

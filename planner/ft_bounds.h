@@ -1,0 +1,41 @@
+// Scalar companions of FT on the same elimination order (DESIGN.md "FT"): exact single-objective
+// minima, cheap next to the frontier-valued elimination, that let FT leave out partial strategies
+// no completion of which can reach the frontier.
+//
+// outside_bounds: FT eliminates order.order[s] at step s and builds a factor over
+// order.scopes[s] (entries row-major, the last scope node fastest, as FT stores them). That
+// factor folds in some of the Problem's node and edge costs; the "outside" of an entry is the sum
+// of all the others, over the assignments of the remaining nodes that agree with the entry. For
+// every entry, the least outside time and, separately, the least outside memory: each an exact
+// minimum, so together a lower bound (no completion is faster or smaller than either). A factor
+// with an empty scope (a connected component finished) has one entry; its outside is the other
+// components' minima.
+//
+// weighted_optimum: an assignment minimising w_time * time + w_memory * memory exactly (min-plus
+// elimination in the same order, then decoding backwards; of equal values the lowest
+// configuration wins). Its cost, evaluate()d, is a point no frontier point is far from: every
+// supported point of the frontier (on its convex hull) is such an optimum for some weights.
+//
+// Work: the elimination's entries times K_x times the factors consumed, with plain doubles: a few
+// milliseconds on a transformer's space. Deterministic. Thread-safety: pure functions.
+// Errors: std::invalid_argument when the order does not match the Problem; weights must be
+// finite and non-negative, not both zero.
+#pragma once
+
+#include <vector>
+
+#include "planner/elimination_order.h"
+#include "planner/problem.h"
+
+namespace tensoropt::planner {
+
+struct OutsideBounds {
+  std::vector<std::vector<Cost>> step;  // [step][entry]: least outside time, least outside memory
+};
+
+[[nodiscard]] OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& order);
+
+[[nodiscard]] std::vector<int> weighted_optimum(const Problem& problem, const EliminationOrder& order,
+                                                double w_time, double w_memory);
+
+}  // namespace tensoropt::planner

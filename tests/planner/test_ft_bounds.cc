@@ -1,0 +1,238 @@
+// FT's scalar companions (outside bounds, weighted optima) against exhaustive enumeration, and FT
+// with known strategies against the frontier of a union computed without them.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "planner/elimination_order.h"
+#include "planner/ft.h"
+#include "planner/ft_bounds.h"
+#include "tests/planner/random_problems.h"
+
+namespace tensoropt::planner {
+using namespace test;
+namespace {
+
+// Which of the Problem's costs each step's factor folds in: node v is item v, edge i is item
+// nodes + i. Mirrors the elimination's bookkeeping from its definition (ft.h), not its code.
+std::vector<std::set<int>> inside_items(const Problem& p, const EliminationOrder& order) {
+  struct Held {
+    std::set<int> scope, items;
+    bool live = true;
+  };
+  std::vector<Held> held;
+  for (int v = 0; v < p.num_nodes(); ++v) held.push_back({{v}, {v}});
+  for (size_t i = 0; i < p.edges.size(); ++i)
+    held.push_back({{p.edges[i].u, p.edges[i].v}, {p.num_nodes() + static_cast<int>(i)}});
+  std::vector<std::set<int>> out;
+  for (int x : order.order) {
+    Held made;
+    for (Held& h : held) {
+      if (!h.live || !h.scope.count(x)) continue;
+      h.live = false;
+      made.scope.insert(h.scope.begin(), h.scope.end());
+      made.items.insert(h.items.begin(), h.items.end());
+    }
+    made.scope.erase(x);
+    out.push_back(made.items);
+    held.push_back(made);
+  }
+  return out;
+}
+
+// The cost of the items not in `inside` under assignment a.
+Cost outside_cost(const Problem& p, const std::set<int>& inside, const std::vector<int>& a) {
+  Cost c;
+  for (int v = 0; v < p.num_nodes(); ++v)
+    if (!inside.count(v)) c = c + p.node_cost[static_cast<size_t>(v)][static_cast<size_t>(a[static_cast<size_t>(v)])];
+  for (size_t i = 0; i < p.edges.size(); ++i) {
+    if (inside.count(p.num_nodes() + static_cast<int>(i))) continue;
+    const Problem::Edge& e = p.edges[i];
+    c = c + e.cost[static_cast<size_t>(a[static_cast<size_t>(e.u)] * p.num_configs(e.v) + a[static_cast<size_t>(e.v)])];
+  }
+  return c;
+}
+
+// Every assignment of the problem, in odometer order.
+std::vector<std::vector<int>> all_assignments(const Problem& p) {
+  std::vector<std::vector<int>> out;
+  std::vector<int> a(static_cast<size_t>(p.num_nodes()), 0);
+  while (true) {
+    out.push_back(a);
+    int v = p.num_nodes() - 1;
+    while (v >= 0 && ++a[static_cast<size_t>(v)] == p.num_configs(v)) a[static_cast<size_t>(v--)] = 0;
+    if (v < 0) return out;
+  }
+}
+
+// Whether u beats c the way ft.h's "Known strategies" leaves points out (integer costs: strictly
+// faster, no larger).
+bool beaten(const std::vector<Cost>& known, Cost c, double factor = 1) {
+  return std::any_of(known.begin(), known.end(), [&](Cost u) { return factor * u.time < c.time && factor * u.memory <= c.memory; });
+}
+
+std::vector<Cost> costs(const FtResult& r) {
+  std::vector<Cost> out;
+  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
+  return out;
+}
+
+// The Pareto set of a list of costs, time ascending.
+std::vector<Cost> pareto(std::vector<Cost> all) {
+  std::sort(all.begin(), all.end(), [](Cost a, Cost b) { return a.time != b.time ? a.time < b.time : a.memory < b.memory; });
+  std::vector<Cost> kept;
+  for (Cost c : all)
+    if (kept.empty() || c.memory < kept.back().memory) kept.push_back(c);
+  return kept;
+}
+
+}  // namespace
+
+TEST_CASE("ft bounds: outside bounds are the exact least time and memory of what each factor leaves out") {
+  Rng rng(77);
+  int checked = 0;
+  for (int round = 0; round < 12; ++round) {
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+      const Shape shape = static_cast<Shape>(s);
+      const Problem p = random_problem(shape, rng.in(2, 7), /*max_k=*/3, /*range=*/9, 1, rng);
+      CAPTURE(shape_name(shape));
+      CAPTURE(round);
+      const EliminationOrder order = greedy_elimination_order(p);
+      const OutsideBounds bounds = outside_bounds(p, order);
+      const std::vector<std::set<int>> inside = inside_items(p, order);
+      const auto assignments = all_assignments(p);
+      REQUIRE(bounds.step.size() == order.order.size());
+      for (size_t step = 0; step < order.order.size(); ++step) {
+        const std::vector<int>& scope = order.scopes[step];
+        size_t entries = 1;
+        for (int v : scope) entries *= static_cast<size_t>(p.num_configs(v));
+        REQUIRE(bounds.step[step].size() == entries);
+        constexpr double kInf = std::numeric_limits<double>::infinity();
+        std::vector<Cost> least(entries, Cost{kInf, kInf});
+        for (const auto& a : assignments) {
+          size_t entry = 0;
+          for (int v : scope) entry = entry * static_cast<size_t>(p.num_configs(v)) + static_cast<size_t>(a[static_cast<size_t>(v)]);
+          const Cost c = outside_cost(p, inside[step], a);
+          least[entry] = {std::min(least[entry].time, c.time), std::min(least[entry].memory, c.memory)};
+        }
+        for (size_t e = 0; e < entries; ++e) {
+          CHECK(bounds.step[step][e] == least[e]);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 300);
+}
+
+TEST_CASE("ft bounds: weighted optima are exact minima of the weighted sum") {
+  Rng rng(78);
+  for (int round = 0; round < 8; ++round) {
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+      const Problem p = random_problem(static_cast<Shape>(s), rng.in(2, 7), 3, 9, 1, rng);
+      const EliminationOrder order = greedy_elimination_order(p);
+      for (auto [wt, wm] : {std::pair{1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}, {1.0, 0.25}, {3.0, 1.0}}) {
+        const Cost got = evaluate(p, weighted_optimum(p, order, wt, wm));
+        double best = std::numeric_limits<double>::infinity();
+        for (Cost c : all_strategy_costs(p)) best = std::min(best, wt * c.time + wm * c.memory);
+        CHECK(wt * got.time + wm * got.memory == best);
+      }
+    }
+  }
+  const Problem p = random_problem(Shape::kChain, 3, 2, 9, 1, rng);
+  const EliminationOrder order = greedy_elimination_order(p);
+  CHECK_THROWS_AS((void)weighted_optimum(p, order, 0, 0), std::invalid_argument);
+  CHECK_THROWS_AS((void)weighted_optimum(p, order, -1, 1), std::invalid_argument);
+}
+
+TEST_CASE("ft: known strategies leave out only points they strictly dominate; the union's frontier is unchanged") {
+  Rng rng(79);
+  int problems = 0, pruned = 0;
+  for (int round = 0; round < 24; ++round) {
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+      const Shape shape = static_cast<Shape>(s);
+      const int n = rng.in(3, 8);
+      // Two spaces of one model (two meshes, say): the second solved knowing the first's frontier
+      // and a few of its own strategies.
+      const Problem first = random_problem(shape, n, 4, 20, 1, rng);
+      const Problem second = random_problem(shape, n, 4, 20, 1, rng);
+      CAPTURE(shape_name(shape));
+      CAPTURE(round);
+      const FtResult a = solve_ft(first);
+      const FtResult b = solve_ft(second);
+      FtOptions options;
+      options.known = costs(a);
+      for (int i = 0; i < 3; ++i) options.known.push_back(evaluate(second, random_assignment(second, rng)));
+      const FtResult bounded = solve_ft(second, options);
+      CHECK(sorted_and_non_dominated(bounded));
+      CHECK(assignments_that_evaluate_to_their_cost(second, bounded) == static_cast<int>(bounded.points.size()));
+      // Exactly the exact points that no known cost beats.
+      std::vector<Cost> expected;
+      for (Cost c : costs(b))
+        if (!beaten(options.known, c)) expected.push_back(c);
+      const std::vector<Cost> got = costs(bounded);
+      CHECK(got == expected);
+      pruned += got.size() < b.points.size();
+      // The union's frontier is the same with and without.
+      std::vector<Cost> with = costs(a), without = costs(a);
+      with.insert(with.end(), got.begin(), got.end());
+      const std::vector<Cost> all_b = costs(b);
+      without.insert(without.end(), all_b.begin(), all_b.end());
+      CHECK(pareto(with) == pareto(without));
+      ++problems;
+    }
+  }
+  CHECK(problems == 120);
+  CHECK(pruned > 30);  // the bounds really leave points out
+}
+
+TEST_CASE("ft: with known strategies and epsilon, the union is still covered within (1+epsilon)") {
+  Rng rng(80);
+  int pruned = 0;
+  for (double epsilon : {0.05, 0.3}) {
+    for (int i = 0; i < 20; ++i) {
+      const Shape shape = static_cast<Shape>(i % static_cast<int>(Shape::kCount));
+      const int n = shape == Shape::kRandomDag ? 7 : 12;
+      const Problem first = random_problem(shape, n, 4, 1000, 1, rng);
+      const Problem second = random_problem(shape, n, 4, 1000, 1, rng);
+      CAPTURE(epsilon);
+      CAPTURE(shape_name(shape));
+      FtOptions options;
+      options.epsilon = epsilon;
+      const FtResult a = solve_ft(first, options);
+      options.known = costs(a);
+      const FtResult b = solve_ft(second, options);
+      FtOptions plain;
+      plain.epsilon = epsilon;
+      pruned += b.points.size() < solve_ft(second, plain).points.size();
+      FtResult merged;
+      for (const FtResult* r : {&a, &b})
+        for (const FrontierPoint& p : r->points) merged.points.push_back(p);
+      std::vector<Cost> front = pareto(costs(merged));
+      merged.points.clear();
+      for (Cost c : front) merged.points.push_back({c, {}});
+      int uncovered = 0;
+      for (const FtResult& exact : {solve_ft(first), solve_ft(second)})
+        for (const FrontierPoint& p : exact.points) uncovered += !weakly_covered(merged, p.cost, 1 + epsilon);
+      CHECK(uncovered == 0);
+    }
+  }
+  CHECK(pruned > 5);
+}
+
+TEST_CASE("ft: known costs must be finite and non-negative") {
+  Rng rng(81);
+  const Problem p = random_problem(Shape::kChain, 4, 3, 9, 1, rng);
+  FtOptions options;
+  options.known = {{-1, 3}};
+  CHECK_THROWS_AS((void)solve_ft(p, options), std::invalid_argument);
+  options.known = {{1, std::numeric_limits<double>::infinity()}};
+  CHECK_THROWS_AS((void)solve_ft(p, options), std::invalid_argument);
+}
+
+}  // namespace tensoropt::planner
