@@ -108,7 +108,7 @@ struct Group {
 // What one elimination shares between the entries of the factor it builds.
 //
 // For configuration k of x an entry's frontier is the left fold c_0 + ... + c_{m-1} of the
-// consumed cells in consumed order (the order fixes the rounding). The fold of all but the last
+// consumed cells in consumed order (fewest points first; the order fixes the rounding). The fold of all but the last
 // cell (the prefix; with one cell, that cell, and the last is the zero frontier) depends on k and
 // on the scope positions those cells hold, not on the whole entry: it is built once per distinct
 // (k, those digits), as are the cover masks of the prefixes and of the last cells.
@@ -281,6 +281,11 @@ class Eliminator {
       if (factors_[static_cast<size_t>(id)].live) consumed.push_back(id);
     }
     TO_CHECK(!consumed.empty());
+    // Smallest frontiers first: the prefix folds shared between entries stay small and the big
+    // factor is the last cell, whose sums union_of_sums visits lazily.
+    std::stable_sort(consumed.begin(), consumed.end(), [&](int a, int b) {
+      return factors_[static_cast<size_t>(a)].points.size() < factors_[static_cast<size_t>(b)].points.size();
+    });
     double entries = 1;
     for (int v : scope) entries *= problem_.num_configs(v);
     if (entries > static_cast<double>(options_.max_factor_points)) refuse(st, entries, 0);

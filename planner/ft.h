@@ -12,9 +12,11 @@
 // max_factor_points refuses instead of exhausting memory.
 //
 // How an entry is built (the same sums as the definition, so the same frontier): per
-// configuration k of x the consumed cells are added left to right in factor-creation order
-// (which fixes the rounding). The sum of all but the last cell (the prefix) depends only on k and the scope
-// nodes those cells hold, so it is built once per distinct value and shared by the entries.
+// configuration k of x the consumed cells are added left to right, the factors with fewest points
+// first, then in creation order (which fixes the rounding). The sum of all but the last cell (the
+// prefix) depends only on k and the scope nodes those cells hold, so it is built once per
+// distinct value and shared by the entries; the last cell, usually the big factor carried along
+// the graph, is only visited lazily.
 // Configurations whose prefix and last cell another configuration covers (frontier.h coverage())
 // are left out: their sums are dominated, and the rule that of equal costs the lowest k wins is
 // kept (left out by a higher k only when strictly covered). The remaining last additions and

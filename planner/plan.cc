@@ -10,6 +10,8 @@
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -214,22 +216,27 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 
 namespace {
 
-// Costs of a few strategies of `problem` that are optimal for weighted sums of time and memory
-// (the frontier's convex hull, coarsely): from the fastest to the smallest, with weights spread
-// around the one that makes a second and the smallest memory equally heavy.
-std::vector<Cost> hull_strategies(const Problem& problem) {
+// A few strategies of `problem` that are optimal for weighted sums of time and memory (the
+// frontier's convex hull, coarsely): the fastest, the smallest, and the optima for weights spread
+// around `slope`, the exchange rate between them (seconds per byte) that makes both equally good.
+struct Hull {
+  std::vector<Cost> costs;  // Problem costs
+  double slope = 0;         // 0 when the fastest is also the smallest
+};
+
+Hull hull_strategies(const Problem& problem) {
   const EliminationOrder order = greedy_elimination_order(problem);
-  std::vector<Cost> out;
+  Hull hull;
   const Cost fastest = evaluate(problem, weighted_optimum(problem, order, 1, 1e-18));
   const Cost smallest = evaluate(problem, weighted_optimum(problem, order, 1e-18, 1));
-  out.push_back(fastest);
-  out.push_back(smallest);
-  if (fastest.memory <= smallest.memory || smallest.memory <= 0) return out;
-  const double base = (smallest.time - fastest.time) / (fastest.memory - smallest.memory);
-  if (!(base > 0) || !std::isfinite(base)) return out;
+  hull.costs = {fastest, smallest};
+  if (fastest.memory <= smallest.memory) return hull;
+  const double slope = (smallest.time - fastest.time) / (fastest.memory - smallest.memory);
+  if (!(slope > 0) || !std::isfinite(slope)) return hull;
+  hull.slope = slope;
   for (double f : {1.0 / 64, 1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0, 64.0})
-    out.push_back(evaluate(problem, weighted_optimum(problem, order, 1, base * f)));
-  return out;
+    hull.costs.push_back(evaluate(problem, weighted_optimum(problem, order, 1, slope * f)));
+  return hull;
 }
 
 }  // namespace
@@ -245,7 +252,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // Every mesh's space, and a few strategies of each on its frontier's convex hull.
   struct Slot {
     std::unique_ptr<StrategySpace> space;
-    std::vector<Cost> hull;  // Problem costs
+    Hull hull;
     MeshStats stats;
     FtResult result;
     std::string skipped;
@@ -267,7 +274,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   std::iota(solve_order.begin(), solve_order.end(), size_t{0});
   const auto fastest = [&](size_t i) {
     double t = std::numeric_limits<double>::infinity();
-    for (Cost c : slots[i].hull) t = std::min(t, c.time);
+    for (Cost c : slots[i].hull.costs) t = std::min(t, c.time);
     return t;
   };
   std::stable_sort(solve_order.begin(), solve_order.end(), [&](size_t x, size_t y) { return fastest(x) < fastest(y); });
@@ -283,7 +290,12 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
-    ft.known = slot.hull;
+    ft.known = slot.hull.costs;
+    if (const char* kf = std::getenv("KNOWN_IN")) {
+      FILE* f = std::fopen(kf, "r"); double t, m;
+      while (f && std::fscanf(f, "%lf %lf", &t, &m) == 2) ft.known.push_back({t, m});
+      if (f) std::fclose(f);
+    }
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
     double last = -1;
@@ -304,6 +316,11 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ms.frontier_points = static_cast<int>(slot.result.points.size());
     ms.ft = slot.result.stats;
     for (const FrontierPoint& p : slot.result.points) found.push_back(space.cost(p.assignment));
+    if (const char* kf = std::getenv("KNOWN_OUT")) {
+      FILE* f = std::fopen(kf, "a");
+      for (const FrontierPoint& p : slot.result.points) std::fprintf(f, "%.17g %.17g\n", p.cost.time, p.cost.memory);
+      std::fclose(f);
+    }
   }
 
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
