@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -13,12 +12,13 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-Cost least(Cost a, Cost b) { return {std::min(a.time, b.time), std::min(a.memory, b.memory)}; }
+// Objective o of a cost: weights[o].time * time + weights[o].memory * memory.
+using Weights = std::vector<Cost>;
 
 struct Table {
   std::vector<int> scope;       // sorted node ids
   std::vector<int64_t> stride;  // row-major, last position fastest
-  std::vector<Cost> value;      // [entry]
+  std::vector<double> value;    // [entry * objectives + o]
 };
 
 // One elimination step's joint assignments: the step's scope, then x last. For each consumed
@@ -29,13 +29,13 @@ struct Joint {
   std::vector<std::vector<int64_t>> stride;  // [table][position]
 };
 
-// Componentwise min-plus elimination over the Problem's costs mapped by `map`, mirroring FT's
-// factor bookkeeping: the tables consumed at each step are the live ones holding x, in creation
-// order, and the step's table gets id (nodes + edges + step).
+// Min-plus elimination of several weighted objectives at once (each minimised on its own),
+// mirroring FT's factor bookkeeping: the tables consumed at each step are the live ones holding x,
+// in creation order, and the step's table gets id (nodes + edges + step).
 class Elimination {
  public:
-  Elimination(const Problem& problem, const EliminationOrder& order, const std::function<Cost(Cost)>& map)
-      : problem_(problem), order_(order) {
+  Elimination(const Problem& problem, const EliminationOrder& order, const Weights& weights)
+      : problem_(problem), order_(order), weights_(weights), n_(weights.size()) {
     const int n = problem.num_nodes();
     if (order.order.size() != static_cast<size_t>(n) || order.scopes.size() != order.order.size()) {
       throw std::invalid_argument("elimination order does not match the problem");
@@ -45,7 +45,7 @@ class Elimination {
       Table t;
       t.scope = {v};
       t.stride = {1};
-      for (Cost c : problem.node_cost[static_cast<size_t>(v)]) t.value.push_back(map(c));
+      for (Cost c : problem.node_cost[static_cast<size_t>(v)]) append(t.value, c);
       add(std::move(t));
     }
     for (const Problem::Edge& e : problem.edges) {
@@ -54,9 +54,9 @@ class Elimination {
       const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
       t.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
       t.stride = e.u < e.v ? std::vector<int64_t>{static_cast<int64_t>(kv), 1} : std::vector<int64_t>{static_cast<int64_t>(ku), 1};
-      t.value.resize(ku * kv);
+      t.value.resize(ku * kv * n_);
       for (size_t a = 0; a < ku; ++a)
-        for (size_t b = 0; b < kv; ++b) t.value[e.u < e.v ? a * kv + b : b * ku + a] = map(e.cost[a * kv + b]);
+        for (size_t b = 0; b < kv; ++b) set(t.value, e.u < e.v ? a * kv + b : b * ku + a, e.cost[a * kv + b]);
       add(std::move(t));
     }
     first_created_ = static_cast<int>(tables_.size());
@@ -83,57 +83,58 @@ class Elimination {
         t.stride[p] = entries;
         entries *= problem.num_configs(scope[p]);
       }
-      t.value.assign(static_cast<size_t>(entries), Cost{kInf, kInf});
+      t.value.assign(static_cast<size_t>(entries) * n_, kInf);
       consumed_.push_back(consumed);
       const Joint j = joint(s);
+      std::vector<double> sum(n_);
       for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
-        Cost sum{0, 0};
-        for (size_t f = 0; f < consumed.size(); ++f) sum = sum + tables_[static_cast<size_t>(consumed[f])].value[static_cast<size_t>(at[f])];
-        t.value[static_cast<size_t>(entry)] = least(t.value[static_cast<size_t>(entry)], sum);
+        std::fill(sum.begin(), sum.end(), 0.0);
+        for (size_t f = 0; f < consumed.size(); ++f) add(sum, tables_[static_cast<size_t>(consumed[f])], at[f]);
+        keep_least(t.value, static_cast<size_t>(entry), sum);
       });
       add(std::move(t));
       live.push_back(true);
     }
   }
 
-  // Outside minima of every step's table (see ft_bounds.h).
-  OutsideBounds outside() const {
-    std::vector<std::vector<Cost>> out(tables_.size());
+  // Outside minima of every step's table (see ft_bounds.h), [step][entry * objectives + o].
+  std::vector<std::vector<double>> outside() const {
+    std::vector<std::vector<double>> out(tables_.size());
     const size_t steps = order_.order.size();
     // Finished components: each one's outside is the sum of the others' minima.
     std::vector<size_t> finished;
     for (size_t s = 0; s < steps; ++s)
       if (order_.scopes[s].empty()) finished.push_back(s);
     for (size_t s : finished) {
-      Cost other{0, 0};
+      std::vector<double> other(n_, 0.0);
       for (size_t t : finished)
-        if (t != s) other = other + created(t).value[0];
-      out[static_cast<size_t>(first_created_) + s] = {other};
+        if (t != s) add(other, created(t), 0);
+      out[static_cast<size_t>(first_created_) + s] = other;
     }
+    std::vector<double> sum(n_);
     for (size_t s = steps; s-- > 0;) {
-      const std::vector<Cost>& mine = out[static_cast<size_t>(first_created_) + s];
+      const std::vector<double>& mine = out[static_cast<size_t>(first_created_) + s];
       const std::vector<int>& consumed = consumed_[s];
       const Joint j = joint(s);
       for (size_t f = 0; f < consumed.size(); ++f) {
         if (consumed[f] < first_created_) continue;
-        std::vector<Cost>& theirs = out[static_cast<size_t>(consumed[f])];
-        theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), Cost{kInf, kInf});
+        std::vector<double>& theirs = out[static_cast<size_t>(consumed[f])];
+        theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), kInf);
         for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
-          Cost sum = mine[static_cast<size_t>(entry)];
+          std::copy_n(mine.begin() + entry * static_cast<int64_t>(n_), n_, sum.begin());
           for (size_t g = 0; g < consumed.size(); ++g)
-            if (g != f) sum = sum + tables_[static_cast<size_t>(consumed[g])].value[static_cast<size_t>(at[g])];
-          Cost& slot = theirs[static_cast<size_t>(at[f])];
-          slot = least(slot, sum);
+            if (g != f) add(sum, tables_[static_cast<size_t>(consumed[g])], at[g]);
+          keep_least(theirs, static_cast<size_t>(at[f]), sum);
         });
       }
     }
-    OutsideBounds bounds;
-    for (size_t s = 0; s < steps; ++s) bounds.step.push_back(std::move(out[static_cast<size_t>(first_created_) + s]));
-    return bounds;
+    std::vector<std::vector<double>> steps_out;
+    for (size_t s = 0; s < steps; ++s) steps_out.push_back(std::move(out[static_cast<size_t>(first_created_) + s]));
+    return steps_out;
   }
 
-  // The assignment achieving the first component's minimum, decoded backwards.
-  std::vector<int> argmin() const {
+  // The assignment achieving objective o's minimum, decoded backwards.
+  std::vector<int> argmin(size_t o) const {
     std::vector<int> a(static_cast<size_t>(problem_.num_nodes()), -1);
     for (size_t s = order_.order.size(); s-- > 0;) {
       const int x = order_.order[s];
@@ -146,7 +147,7 @@ class Elimination {
           const Table& t = tables_[static_cast<size_t>(id)];
           int64_t at = 0;
           for (size_t p = 0; p < t.scope.size(); ++p) at += a[static_cast<size_t>(t.scope[p])] * t.stride[p];
-          sum += t.value[static_cast<size_t>(at)].time;
+          sum += t.value[static_cast<size_t>(at) * n_ + o];
         }
         if (sum < best) {
           best = sum;
@@ -159,6 +160,21 @@ class Elimination {
   }
 
  private:
+  void append(std::vector<double>& values, Cost c) const {
+    for (const Cost& w : weights_) values.push_back(w.time * c.time + w.memory * c.memory);
+  }
+  void set(std::vector<double>& values, size_t entry, Cost c) const {
+    for (size_t o = 0; o < n_; ++o) values[entry * n_ + o] = weights_[o].time * c.time + weights_[o].memory * c.memory;
+  }
+  void add(std::vector<double>& sum, const Table& t, int64_t entry) const {
+    const double* v = t.value.data() + entry * static_cast<int64_t>(n_);
+    for (size_t o = 0; o < n_; ++o) sum[o] += v[o];
+  }
+  void keep_least(std::vector<double>& values, size_t entry, const std::vector<double>& sum) const {
+    double* v = values.data() + entry * n_;
+    for (size_t o = 0; o < n_; ++o) v[o] = std::min(v[o], sum[o]);
+  }
+
   void add(Table t) {
     const int id = static_cast<int>(tables_.size());
     for (int v : t.scope) by_node_[static_cast<size_t>(v)].push_back(id);
@@ -213,6 +229,8 @@ class Elimination {
 
   const Problem& problem_;
   const EliminationOrder& order_;
+  const Weights weights_;
+  const size_t n_;
   std::vector<Table> tables_;
   std::vector<std::vector<int>> by_node_;
   std::vector<std::vector<int>> consumed_;  // [step] table ids
@@ -222,15 +240,28 @@ class Elimination {
 }  // namespace
 
 OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& order) {
-  return Elimination(problem, order, [](Cost c) { return c; }).outside();
+  const std::vector<std::vector<double>> both = Elimination(problem, order, {{1, 0}, {0, 1}}).outside();
+  OutsideBounds b;
+  for (const std::vector<double>& step : both) {
+    std::vector<Cost> costs(step.size() / 2);
+    for (size_t e = 0; e < costs.size(); ++e) costs[e] = {step[2 * e], step[2 * e + 1]};
+    b.step.push_back(std::move(costs));
+  }
+  return b;
 }
 
-std::vector<int> weighted_optimum(const Problem& problem, const EliminationOrder& order, double w_time,
-                                  double w_memory) {
-  if (!std::isfinite(w_time) || !std::isfinite(w_memory) || w_time < 0 || w_memory < 0 || w_time + w_memory <= 0) {
-    throw std::invalid_argument("weighted_optimum: weights must be finite, non-negative and not both zero");
+std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
+                                              const std::vector<Cost>& weights) {
+  for (Cost w : weights) {
+    if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
+      throw std::invalid_argument("weighted_optima: weights must be finite, non-negative and not both zero");
+    }
   }
-  return Elimination(problem, order, [&](Cost c) { return Cost{w_time * c.time + w_memory * c.memory, 0}; }).argmin();
+  std::vector<std::vector<int>> out;
+  if (weights.empty()) return out;
+  const Elimination e(problem, order, weights);
+  for (size_t o = 0; o < weights.size(); ++o) out.push_back(e.argmin(o));
+  return out;
 }
 
 }  // namespace tensoropt::planner

@@ -11,9 +11,9 @@
 // with an empty scope (a connected component finished) has one entry; its outside is the other
 // components' minima.
 //
-// weighted_optimum: an assignment minimising w_time * time + w_memory * memory exactly (min-plus
-// elimination in the same order, then decoding backwards; of equal values the lowest
-// configuration wins). Its cost, evaluate()d, is a point no frontier point is far from: every
+// weighted_optima: for each weight w, an assignment minimising w.time * time + w.memory * memory
+// exactly (one min-plus elimination in the same order for all the weights, then decoding
+// backwards; of equal values the lowest configuration wins). Its cost, evaluate()d, is a point no frontier point is far from: every
 // supported point of the frontier (on its convex hull) is such an optimum for some weights.
 //
 // Work: the elimination's entries times K_x times the factors consumed, with plain doubles: a few
@@ -35,7 +35,7 @@ struct OutsideBounds {
 
 [[nodiscard]] OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& order);
 
-[[nodiscard]] std::vector<int> weighted_optimum(const Problem& problem, const EliminationOrder& order,
-                                                double w_time, double w_memory);
+[[nodiscard]] std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
+                                                            const std::vector<Cost>& weights);
 
 }  // namespace tensoropt::planner

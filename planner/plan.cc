@@ -1,6 +1,10 @@
 #include "planner/plan.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <iterator>
 #include <chrono>
 #include <stdexcept>
@@ -217,26 +221,32 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 namespace {
 
 // A few strategies of `problem` that are optimal for weighted sums of time and memory (the
-// frontier's convex hull, coarsely): the fastest, the smallest, and the optima for weights spread
-// around `slope`, the exchange rate between them (seconds per byte) that makes both equally good.
+// frontier's convex hull, coarsely). hull_ends: the fastest and the smallest, and the exchange
+// rate between them (seconds per byte) that makes both equally good; hull_fill: the optima for
+// weights spread around that rate.
 struct Hull {
   std::vector<Cost> costs;  // Problem costs
   double slope = 0;         // 0 when the fastest is also the smallest
 };
 
-Hull hull_strategies(const Problem& problem) {
-  const EliminationOrder order = greedy_elimination_order(problem);
+Hull hull_ends(const Problem& problem) {
+  const auto ends = weighted_optima(problem, greedy_elimination_order(problem), {{1, 1e-18}, {1e-18, 1}});
   Hull hull;
-  const Cost fastest = evaluate(problem, weighted_optimum(problem, order, 1, 1e-18));
-  const Cost smallest = evaluate(problem, weighted_optimum(problem, order, 1e-18, 1));
+  const Cost fastest = evaluate(problem, ends[0]);
+  const Cost smallest = evaluate(problem, ends[1]);
   hull.costs = {fastest, smallest};
   if (fastest.memory <= smallest.memory) return hull;
   const double slope = (smallest.time - fastest.time) / (fastest.memory - smallest.memory);
-  if (!(slope > 0) || !std::isfinite(slope)) return hull;
-  hull.slope = slope;
-  for (double f : {1.0 / 64, 1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0, 64.0})
-    hull.costs.push_back(evaluate(problem, weighted_optimum(problem, order, 1, slope * f)));
+  if (slope > 0 && std::isfinite(slope)) hull.slope = slope;
   return hull;
+}
+
+void hull_fill(const Problem& problem, Hull& hull) {
+  if (hull.slope <= 0) return;
+  std::vector<Cost> weights;
+  for (double f : {1.0 / 64, 1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0, 64.0}) weights.push_back({1, hull.slope * f});
+  for (const std::vector<int>& a : weighted_optima(problem, greedy_elimination_order(problem), weights))
+    hull.costs.push_back(evaluate(problem, a));
 }
 
 }  // namespace
@@ -257,14 +267,32 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtResult result;
     std::string skipped;
   };
-  std::vector<Slot> slots;
-  for (const DeviceMesh& mesh : candidate_meshes(cluster, gpus, options.max_mesh_axes)) {
-    if (options.progress) options.progress(std::to_string(gpus) + " GPUs, mesh " + mesh.str() + ": building the strategy space");
-    Slot slot;
-    slot.space = std::make_unique<StrategySpace>(graph, mesh, compute, options.space);
-    if (tractable(slot.space->problem())) slot.hull = hull_strategies(slot.space->problem());
-    slots.push_back(std::move(slot));
+  const std::vector<DeviceMesh> meshes = candidate_meshes(cluster, gpus, options.max_mesh_axes);
+  std::vector<Slot> slots(meshes.size());
+  if (options.progress) options.progress(std::to_string(gpus) + " GPUs: building " + std::to_string(meshes.size()) + " strategy spaces");
+  // Independent per mesh: built on up to as many threads as the machine has.
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_lock;
+  const auto build = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < meshes.size();) {
+      try {
+        slots[i].space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
+        if (tractable(slots[i].space->problem())) slots[i].hull = hull_ends(slots[i].space->problem());
+      } catch (...) {
+        std::lock_guard<std::mutex> hold(error_lock);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  {
+    const size_t threads = std::min<size_t>(meshes.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(build);
+    build();
+    for (std::thread& t : pool) t.join();
   }
+  if (error) std::rethrow_exception(error);
 
   // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
   // leave out, on the later meshes, what it strictly dominates. Known costs from another mesh are
@@ -290,6 +318,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
+    // The first mesh has no other frontier to be pruned by: more of its own hull instead.
+    if (i == solve_order.front() && tractable(space.problem())) hull_fill(space.problem(), slot.hull);
     ft.known = slot.hull.costs;
     if (const char* kf = std::getenv("KNOWN_IN")) {
       FILE* f = std::fopen(kf, "r"); double t, m;

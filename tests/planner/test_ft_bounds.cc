@@ -136,18 +136,21 @@ TEST_CASE("ft bounds: weighted optima are exact minima of the weighted sum") {
     for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
       const Problem p = random_problem(static_cast<Shape>(s), rng.in(2, 7), 3, 9, 1, rng);
       const EliminationOrder order = greedy_elimination_order(p);
-      for (auto [wt, wm] : {std::pair{1.0, 0.0}, {0.0, 1.0}, {1.0, 1.0}, {1.0, 0.25}, {3.0, 1.0}}) {
-        const Cost got = evaluate(p, weighted_optimum(p, order, wt, wm));
+      const std::vector<Cost> weights = {{1, 0}, {0, 1}, {1, 1}, {1, 0.25}, {3, 1}};
+      const std::vector<std::vector<int>> optima = weighted_optima(p, order, weights);
+      REQUIRE(optima.size() == weights.size());
+      for (size_t o = 0; o < weights.size(); ++o) {
+        const Cost got = evaluate(p, optima[o]);
         double best = std::numeric_limits<double>::infinity();
-        for (Cost c : all_strategy_costs(p)) best = std::min(best, wt * c.time + wm * c.memory);
-        CHECK(wt * got.time + wm * got.memory == best);
+        for (Cost c : all_strategy_costs(p)) best = std::min(best, weights[o].time * c.time + weights[o].memory * c.memory);
+        CHECK(weights[o].time * got.time + weights[o].memory * got.memory == best);
       }
     }
   }
   const Problem p = random_problem(Shape::kChain, 3, 2, 9, 1, rng);
   const EliminationOrder order = greedy_elimination_order(p);
-  CHECK_THROWS_AS((void)weighted_optimum(p, order, 0, 0), std::invalid_argument);
-  CHECK_THROWS_AS((void)weighted_optimum(p, order, -1, 1), std::invalid_argument);
+  CHECK_THROWS_AS((void)weighted_optima(p, order, {{0, 0}}), std::invalid_argument);
+  CHECK_THROWS_AS((void)weighted_optima(p, order, {{1, 1}, {-1, 1}}), std::invalid_argument);
 }
 
 TEST_CASE("ft: known strategies leave out only points they strictly dominate; the union's frontier is unchanged") {
