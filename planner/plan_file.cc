@@ -1,5 +1,6 @@
 #include "planner/plan_file.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -46,6 +47,38 @@ ordered_json point_json(const StrategySpace& space, int space_index, const std::
   p["breakdown"] = breakdown_json(space.breakdown(assignment));
   p["strategy"] = {{"space", space_index}, {"configs", assignment}};
   return p;
+}
+
+// As dump(1), except that arrays of numbers, strings and booleans stay on one line: a plan file
+// holds one configuration index per variable per point, which dump(1) would put one per line.
+void write_pretty(std::string& out, const ordered_json& v, int depth) {
+  const auto flat = [](const ordered_json& a) {
+    return std::none_of(a.begin(), a.end(), [](const ordered_json& e) { return e.is_structured(); });
+  };
+  if (!v.is_structured() || v.empty()) {
+    out += v.dump();
+    return;
+  }
+  if (v.is_array() && flat(v)) {
+    out += '[';
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out += ", ";
+      out += v[i].dump();
+    }
+    out += ']';
+    return;
+  }
+  const std::string pad(static_cast<size_t>(depth) + 1, ' ');
+  out += v.is_object() ? "{\n" : "[\n";
+  size_t i = 0;
+  for (auto it = v.begin(); it != v.end(); ++it, ++i) {
+    out += pad;
+    if (v.is_object()) out += ordered_json(it.key()).dump() + ": ";
+    write_pretty(out, it.value(), depth + 1);
+    out += i + 1 < v.size() ? ",\n" : "\n";
+  }
+  out += std::string(static_cast<size_t>(depth), ' ');
+  out += v.is_object() ? '}' : ']';
 }
 
 ordered_json settings_json(const PlanSettings& s) {
@@ -130,20 +163,31 @@ std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces
     s["variables"] = vars;
     j["spaces"].push_back(s);
   }
-  return j.dump(1);
+  std::string out;
+  write_pretty(out, j, 0);
+  return out;
 }
 
 std::string plan_json(const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans) {
-  ordered_json j;
-  j["format"] = "tensoropt-plan";
-  j["version"] = kPlanFormatVersion;
+  ordered_json head;
+  head["format"] = "tensoropt-plan";
+  head["version"] = kPlanFormatVersion;
   ModelSummary ms = summarize(graph);
-  j["model"] = {{"path", settings.model_path}, {"fnv1a64", settings.model_hash}, {"batch", settings.batch},
-                {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
+  head["model"] = {{"path", settings.model_path}, {"fnv1a64", settings.model_hash}, {"batch", settings.batch},
+                   {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
   const ordered_json made = settings_json(settings);
-  for (auto it = made.begin(); it != made.end(); ++it) j[it.key()] = it.value();
-  j["frontiers"] = ordered_json::array();
-  for (const GpuPlan& gp : plans) {
+  for (auto it = made.begin(); it != made.end(); ++it) head[it.key()] = it.value();
+  // Written as it is built, one point at a time: a frontier can hold 10^5 points, each with a
+  // configuration per variable, far more than a JSON tree of the whole file should hold at once.
+  std::string out = "{\n";
+  for (auto it = head.begin(); it != head.end(); ++it) {
+    out += " " + ordered_json(it.key()).dump() + ": ";
+    write_pretty(out, it.value(), 1);
+    out += ",\n";
+  }
+  out += " \"frontiers\": [";
+  for (size_t g = 0; g < plans.size(); ++g) {
+    const GpuPlan& gp = plans[g];
     const GpuFrontier& f = gp.frontier;
     ordered_json fj;
     fj["gpus"] = f.gpus;
@@ -156,10 +200,21 @@ std::string plan_json(const PlanSettings& settings, const Graph& graph, const st
     fj["planner"] = {{"seconds", f.seconds}, {"peak_bytes", f.peak_bytes}, {"meshes", meshes}, {"skipped", f.skipped}};
     fj["chosen"] = gp.chosen >= 0 ? ordered_json(gp.chosen) : ordered_json(nullptr);
     fj["chosen_reason"] = gp.reason;
-    fj["points"] = ordered_json::array();
-    for (const PlanPoint& p : f.points)
-      fj["points"].push_back(point_json(*f.spaces[static_cast<size_t>(p.mesh)], p.mesh, p.assignment, p.cost, settings.batch));
-    fj["baselines"] = ordered_json::array();
+    out += g ? ",\n  {\n" : "\n  {\n";
+    for (auto it = fj.begin(); it != fj.end(); ++it) {
+      out += "   " + ordered_json(it.key()).dump() + ": ";
+      write_pretty(out, it.value(), 3);
+      out += ",\n";
+    }
+    out += "   \"points\": [";
+    for (size_t k = 0; k < f.points.size(); ++k) {
+      const PlanPoint& p = f.points[k];
+      out += k ? ",\n    " : "\n    ";
+      write_pretty(out, point_json(*f.spaces[static_cast<size_t>(p.mesh)], p.mesh, p.assignment, p.cost, settings.batch), 4);
+    }
+    out += f.points.empty() ? "],\n" : "\n   ],\n";
+    ordered_json tail;
+    tail["baselines"] = ordered_json::array();
     for (const Baseline& b : gp.baselines) {
       ordered_json bj = point_json(*b.space, -1, b.assignment, b.cost, settings.batch);
       bj.erase("strategy");
@@ -171,13 +226,19 @@ std::string plan_json(const PlanSettings& settings, const Graph& graph, const st
       bj["dominated_by_point"] = dominating >= 0 ? ordered_json(dominating) : ordered_json(nullptr);
       ordered_json entry = {{"name", b.name}};
       for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();
-      fj["baselines"].push_back(entry);
+      tail["baselines"].push_back(entry);
     }
-    const ordered_json spaces = ordered_json::parse(space_json(f.spaces, f.gpus));
-    fj["spaces"] = spaces.at("spaces");
-    j["frontiers"].push_back(fj);
+    tail["spaces"] = ordered_json::parse(space_json(f.spaces, f.gpus)).at("spaces");
+    size_t i = 0;
+    for (auto it = tail.begin(); it != tail.end(); ++it, ++i) {
+      out += "   " + ordered_json(it.key()).dump() + ": ";
+      write_pretty(out, it.value(), 3);
+      out += i + 1 < tail.size() ? ",\n" : "\n";
+    }
+    out += "  }";
   }
-  return j.dump(1);
+  out += plans.empty() ? "]\n}" : "\n ]\n}";
+  return out;
 }
 
 StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, std::optional<int> point) {
