@@ -86,11 +86,21 @@ class Elimination {
       t.value.assign(static_cast<size_t>(entries) * n_, kInf);
       consumed_.push_back(consumed);
       const Joint j = joint(s);
+      std::vector<const double*> values;
+      for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
       std::vector<double> sum(n_);
-      for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
-        std::fill(sum.begin(), sum.end(), 0.0);
-        for (size_t f = 0; f < consumed.size(); ++f) add(sum, tables_[static_cast<size_t>(consumed[f])], at[f]);
-        keep_least(t.value, static_cast<size_t>(entry), sum);
+      const size_t m = consumed.size();
+      const size_t w = n_;
+      for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
+        double* best = t.value.data() + entry * static_cast<int64_t>(w);
+        for (int k = 0; k < kx; ++k) {
+          std::fill(sum.begin(), sum.end(), 0.0);
+          for (size_t f = 0; f < m; ++f) {
+            const double* v = values[f] + (at[f] + k * xs[f]) * static_cast<int64_t>(w);
+            for (size_t o = 0; o < w; ++o) sum[o] += v[o];
+          }
+          for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], sum[o]);
+        }
       });
       add(std::move(t));
       live.push_back(true);
@@ -120,11 +130,22 @@ class Elimination {
         if (consumed[f] < first_created_) continue;
         std::vector<double>& theirs = out[static_cast<size_t>(consumed[f])];
         theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), kInf);
-        for_each_joint(j, [&](int64_t entry, const std::vector<int64_t>& at) {
-          std::copy_n(mine.begin() + entry * static_cast<int64_t>(n_), n_, sum.begin());
-          for (size_t g = 0; g < consumed.size(); ++g)
-            if (g != f) add(sum, tables_[static_cast<size_t>(consumed[g])], at[g]);
-          keep_least(theirs, static_cast<size_t>(at[f]), sum);
+        std::vector<const double*> values;
+        for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
+        const size_t m = consumed.size();
+        const size_t w = n_;
+        for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
+          const double* outer = mine.data() + entry * static_cast<int64_t>(w);
+          for (int k = 0; k < kx; ++k) {
+            std::copy_n(outer, w, sum.begin());
+            for (size_t g = 0; g < m; ++g) {
+              if (g == f) continue;
+              const double* v = values[g] + (at[g] + k * xs[g]) * static_cast<int64_t>(w);
+              for (size_t o = 0; o < w; ++o) sum[o] += v[o];
+            }
+            double* slot = theirs.data() + (at[f] + k * xs[f]) * static_cast<int64_t>(w);
+            for (size_t o = 0; o < w; ++o) slot[o] = std::min(slot[o], sum[o]);
+          }
         });
       }
     }
@@ -200,22 +221,18 @@ class Elimination {
     return j;
   }
 
-  // Calls fn(entry of the step's table, [table] index into each consumed table) for every joint
-  // assignment, x fastest.
+  // Calls fn(entry of the step's table, [table] index into each consumed table at x's
+  // configuration 0, [table] stride of x, K_x) for every entry, in order.
   template <class Fn>
-  static void for_each_joint(const Joint& j, const Fn& fn) {
+  static void for_each_entry(const Joint& j, const Fn& fn) {
     const size_t positions = j.nodes.size();
     const size_t tables = j.stride.size();
     std::vector<int> digit(positions, 0);
-    std::vector<int64_t> at(tables, 0);
+    std::vector<int64_t> at(tables, 0), xs(tables);
     const size_t x = positions - 1;
-    const int kx = j.configs[x];
+    for (size_t f = 0; f < tables; ++f) xs[f] = j.stride[f][x];
     for (int64_t entry = 0;; ++entry) {
-      for (int k = 0; k < kx; ++k) {
-        fn(entry, at);
-        for (size_t f = 0; f < tables; ++f) at[f] += j.stride[f][x];
-      }
-      for (size_t f = 0; f < tables; ++f) at[f] -= kx * j.stride[f][x];
+      fn(entry, at.data(), xs.data(), j.configs[x]);
       size_t p = x;
       while (p-- > 0) {
         for (size_t f = 0; f < tables; ++f) at[f] += j.stride[f][p];

@@ -14,8 +14,6 @@
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <limits>
 #include <numeric>
 
@@ -220,6 +218,38 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 
 namespace {
 
+// Calls fn(i, threads) for every i < n on up to one thread per hardware thread, `threads` being
+// that thread's share of the machine for work that is itself threaded (0: all of it). The first
+// exception is rethrown once all have stopped.
+template <class Fn>
+void parallel_for(size_t n, const Fn& fn) {
+  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min(n, hardware);
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i, 0);
+    return;
+  }
+  const int share = static_cast<int>(std::max<size_t>(1, hardware / workers));
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_lock;
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        fn(i, share);
+      } catch (...) {
+        std::lock_guard<std::mutex> hold(error_lock);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 // A few strategies of `problem` that are optimal for weighted sums of time and memory (the
 // frontier's convex hull, coarsely). hull_ends: the fastest and the smallest, and the exchange
 // rate between them (seconds per byte) that makes both equally good; hull_fill: the optima for
@@ -271,28 +301,10 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   std::vector<Slot> slots(meshes.size());
   if (options.progress) options.progress(std::to_string(gpus) + " GPUs: building " + std::to_string(meshes.size()) + " strategy spaces");
   // Independent per mesh: built on up to as many threads as the machine has.
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_lock;
-  const auto build = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < meshes.size();) {
-      try {
-        slots[i].space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
-        if (tractable(slots[i].space->problem())) slots[i].hull = hull_ends(slots[i].space->problem());
-      } catch (...) {
-        std::lock_guard<std::mutex> hold(error_lock);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  {
-    const size_t threads = std::min<size_t>(meshes.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(build);
-    build();
-    for (std::thread& t : pool) t.join();
-  }
-  if (error) std::rethrow_exception(error);
+  parallel_for(meshes.size(), [&](size_t i, int) {
+    slots[i].space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
+    if (tractable(slots[i].space->problem())) slots[i].hull = hull_ends(slots[i].space->problem());
+  });
 
   // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
   // leave out, on the later meshes, what it strictly dominates. Known costs from another mesh are
@@ -306,8 +318,10 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return t;
   };
   std::stable_sort(solve_order.begin(), solve_order.end(), [&](size_t x, size_t y) { return fastest(x) < fastest(y); });
-  std::vector<Cost> found;  // full costs of the frontier points found so far
-  for (size_t i : solve_order) {
+  // The first (most promising) mesh alone, with all threads; then the others at once, each
+  // knowing the first one's frontier (so what each leaves out does not depend on timing).
+  std::mutex progress_lock;
+  const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads) {
     Slot& slot = slots[i];
     const StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
@@ -318,14 +332,10 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
+    ft.threads = threads;
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
     if (i == solve_order.front() && tractable(space.problem())) hull_fill(space.problem(), slot.hull);
     ft.known = slot.hull.costs;
-    if (const char* kf = std::getenv("KNOWN_IN")) {
-      FILE* f = std::fopen(kf, "r"); double t, m;
-      while (f && std::fscanf(f, "%lf %lf", &t, &m) == 2) ft.known.push_back({t, m});
-      if (f) std::fclose(f);
-    }
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
     double last = -1;
@@ -333,6 +343,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       ft.progress = [&](const FtProgress& p) {
         if (p.seconds - last < 0.5 && p.eliminated != p.total) return;
         last = p.seconds;
+        std::lock_guard<std::mutex> hold(progress_lock);
         options.progress(label + ": " + std::to_string(p.eliminated) + "/" + std::to_string(p.total) + " variables, " +
                          std::to_string(p.factor_bytes >> 20) + " MiB");
       };
@@ -341,17 +352,16 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
     } catch (const std::length_error& e) {
       slot.skipped = space.mesh().str() + ": " + e.what();
-      continue;
+      return;
     }
     ms.frontier_points = static_cast<int>(slot.result.points.size());
     ms.ft = slot.result.stats;
-    for (const FrontierPoint& p : slot.result.points) found.push_back(space.cost(p.assignment));
-    if (const char* kf = std::getenv("KNOWN_OUT")) {
-      FILE* f = std::fopen(kf, "a");
-      for (const FrontierPoint& p : slot.result.points) std::fprintf(f, "%.17g %.17g\n", p.cost.time, p.cost.memory);
-      std::fclose(f);
-    }
-  }
+  };
+  solve(solve_order.front(), {}, 0);
+  std::vector<Cost> first;  // full costs of the first mesh's frontier
+  for (const FrontierPoint& p : slots[solve_order.front()].result.points)
+    first.push_back(slots[solve_order.front()].space->cost(p.assignment));
+  parallel_for(slots.size() - 1, [&](size_t k, int threads) { solve(solve_order[k + 1], first, threads); });
 
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
   std::vector<PlanPoint> all;
