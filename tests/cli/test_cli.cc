@@ -145,6 +145,7 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   CHECK(has(r.out, "chosen: point 0, the fastest"));
   CHECK(has(r.out, "data parallel"));
   CHECK_FALSE(has(r.out, "NOT dominated"));
+  CHECK_FALSE(has(r.out, "note: the exact frontier"));  // small frontiers need no hint
   CHECK(has(slurp(svg), "<svg"));
   nlohmann::json j = nlohmann::json::parse(slurp(plan));
   CHECK(j["format"] == "tensoropt-plan");
@@ -200,6 +201,18 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --epsilon -1"), "--epsilon");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
   check_refused(run("plan " + m + " --batch 8"), "--gpus");
+}
+
+TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which thins it") {
+  const std::string m = model("resnet18.onnx");
+  Result exact = run("plan " + m + " --gpus 8 --batch 64");
+  REQUIRE(exact.code == 0);
+  CHECK(has(exact.out, "note: the exact frontier has "));
+  Result thinned = run("plan " + m + " --gpus 8 --batch 64 --epsilon 0.01");
+  REQUIRE(thinned.code == 0);
+  CHECK_FALSE(has(thinned.out, "note: the exact frontier"));
+  const auto points = [](const std::string& out) { return std::stol(out.substr(out.find("8 GPUs: ") + 8)); };
+  CHECK(points(thinned.out) * 10 < points(exact.out));
 }
 
 TEST_CASE("cli: plan marks no point when nothing fits the memory budget") {
