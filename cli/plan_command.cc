@@ -93,7 +93,7 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   // say how to get one a person can read, and faster.
   if (epsilon == 0 && (f.points.size() > kHintPoints || f.seconds > kHintSeconds))
     out << "  note: the exact frontier has " << f.points.size()
-        << " points; --epsilon 0.01 keeps one within 1% of every one of them, usually in a fraction of the time\n";
+        << " points; --epsilon 0.01 thins it to points about 1% apart, usually in a fraction of the time\n";
   if (!gp.baselines.empty()) {
     bool approximate = false;
     for (const MeshStats& m : f.meshes) approximate = approximate || !m.approximation.empty();
