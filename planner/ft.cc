@@ -8,6 +8,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -16,135 +17,13 @@
 #include "graph/error.h"
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
+#include "planner/ft_step.h"
 #include "planner/provenance.h"
 
 namespace tensoropt::planner {
 namespace {
 
-using Points = std::span<const Frontier::Point>;
-
-// A factor's table, flat: entry e (row-major over the scope, last position fastest) holds the
-// frontier points[start[e], start[e + 1]).
-struct Factor {
-  std::vector<int> scope;        // sorted node ids
-  std::vector<int64_t> stride;   // [scope position]
-  std::vector<Frontier::Point> points;
-  std::vector<int64_t> start;    // [entries + 1]
-  bool live = true;
-
-  size_t entries() const { return start.size() - 1; }
-  Points cell(int64_t e) const {
-    return {points.data() + start[static_cast<size_t>(e)], points.data() + start[static_cast<size_t>(e) + 1]};
-  }
-  int64_t bytes() const {
-    return static_cast<int64_t>(points.capacity() * sizeof(Frontier::Point) + start.capacity() * sizeof(int64_t));
-  }
-};
-
-std::vector<int64_t> row_major_strides(const Problem& problem, const std::vector<int>& scope) {
-  std::vector<int64_t> stride(scope.size());
-  int64_t s = 1;
-  for (size_t i = scope.size(); i-- > 0;) {
-    stride[i] = s;
-    s *= problem.num_configs(scope[i]);
-  }
-  return stride;
-}
-
-// Bit k' of weak (strict): configuration k' covers (strictly) this one's frontier.
-struct CoverMask {
-  uint64_t weak = 0;
-  uint64_t strict = 0;
-};
-
-// masks[k] over the frontiers of one group, for every k. Most pairs fail coverage()'s corner
-// test (fastest point no slower, smallest point no bigger), done here inline first.
-void cover_masks(const std::vector<Points>& frontiers, CoverMask* masks) {
-  const size_t n = frontiers.size();
-  thread_local std::vector<Cost> corner;  // (fastest time, smallest memory); +inf when empty
-  corner.resize(n);
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  for (size_t k = 0; k < n; ++k) {
-    const Points f = frontiers[k];
-    corner[k] = f.empty() ? Cost{kInf, kInf} : Cost{f.front().cost.time, f.back().cost.memory};
-  }
-  for (size_t k = 0; k < n; ++k) {
-    masks[k] = {};
-    for (size_t other = 0; other < n; ++other) {
-      if (other == k || corner[other].time > corner[k].time || corner[other].memory > corner[k].memory) continue;
-      Coverage c;
-      if (frontiers[other].size() == 1 && frontiers[k].size() == 1) {  // the corners are the points
-        c = corner[other] == corner[k] ? Coverage::kWeak : Coverage::kStrict;
-      } else {
-        c = coverage(frontiers[other], frontiers[k]);
-      }
-      if (c != Coverage::kNone) masks[k].weak |= uint64_t{1} << other;
-      if (c == Coverage::kStrict) masks[k].strict |= uint64_t{1} << other;
-    }
-  }
-}
-
-// Dense numbering of the digits a subset of a factor's scope positions takes.
-struct Group {
-  std::vector<int64_t> stride;  // [scope position], 0 outside the subset
-  int64_t count = 1;            // number of distinct indices
-
-  Group() = default;
-  Group(const Problem& problem, const std::vector<int>& scope, const std::vector<bool>& member)
-      : stride(scope.size(), 0) {
-    for (size_t p = scope.size(); p-- > 0;) {
-      if (!member[p]) continue;
-      stride[p] = count;
-      count *= problem.num_configs(scope[p]);
-    }
-  }
-  size_t index(const std::vector<int>& digit) const {
-    int64_t at = 0;
-    for (size_t p = 0; p < digit.size(); ++p) at += digit[p] * stride[p];
-    return static_cast<size_t>(at);
-  }
-};
-
-// What one elimination shares between the entries of the factor it builds.
-//
-// For configuration k of x an entry's frontier is the left fold c_0 + ... + c_{m-1} of the
-// consumed cells in consumed order (fewest points first; the order fixes the rounding). The fold of all but the last
-// cell (the prefix; with one cell, that cell, and the last is the zero frontier) depends on k and
-// on the scope positions those cells hold, not on the whole entry: it is built once per distinct
-// (k, those digits), as are the cover masks of the prefixes and of the last cells.
-struct Step {
-  int x = 0;
-  size_t kx = 0;
-  std::vector<int> scope;
-  std::vector<const Factor*> cells;             // consumed factors, in consumed order
-  std::vector<std::vector<int64_t>> stride_of;  // [j][scope position], 0 if absent
-  std::vector<int64_t> stride_x;                // [j] stride of x in factor j
-  size_t split = 1;                             // cells [0, split) form the prefix
-  Group prefix_group, last_group;
-  std::vector<Frontier::Point> prefix;          // the prefix folds, when split >= 2
-  std::vector<int64_t> prefix_begin, prefix_end;  // [prefix index * kx + k] into prefix
-  bool prune = false;                           // configurations may be left out (2 <= kx <= 64)
-  std::vector<CoverMask> prefix_cover, last_cover;  // [index * kx + k]
-
-  int64_t offset(size_t j, const std::vector<int>& digit) const {
-    int64_t at = 0;
-    for (size_t p = 0; p < digit.size(); ++p) at += digit[p] * stride_of[j][p];
-    return at;
-  }
-  Points cell(size_t j, int64_t offset_j, size_t k) const {
-    return cells[j]->cell(offset_j + static_cast<int64_t>(k) * stride_x[j]);
-  }
-  Points prefix_fold(size_t at) const {
-    return {prefix.data() + prefix_begin[at], prefix.data() + prefix_end[at]};
-  }
-};
-
-// An entry's kept sums before provenance: the cost, x's configuration and the addends' handles.
-struct Chosen {
-  Cost cost;
-  int config;
-  Handle prefix, last;
-};
+using namespace ft_detail;
 
 class Eliminator {
  public:
@@ -162,7 +41,7 @@ class Eliminator {
       delta_ = std::pow(1 + options_.epsilon, 1.0 / order.depth) - 1;
     }
     stats_.delta = delta_;
-    if (!options_.known.empty()) prepare_bounds(order);
+    if (!options_.known.empty()) known_ = std::make_unique<KnownCosts>(problem_, order, options_.known, options_.epsilon);
     add_initial_factors();
     for (size_t step = 0; step < order.order.size(); ++step) {
       step_ = step;
@@ -180,37 +59,6 @@ class Eliminator {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
 
-  // The known costs as a staircase (time ascending, memory descending), scaled by 1 + epsilon,
-  // and the outside bounds of every step's factor.
-  void prepare_bounds(const EliminationOrder& order) {
-    std::vector<Frontier::Point> scaled;
-    for (Cost c : options_.known) {
-      if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {
-        throw std::invalid_argument("FT: a known cost is negative or not finite");
-      }
-      scaled.push_back({{c.time * (1 + options_.epsilon), c.memory * (1 + options_.epsilon)}, kNoHandle});
-    }
-    const Frontier staircase = Frontier::from_points(std::move(scaled));
-    for (const Frontier::Point& p : staircase.points()) known_.push_back(p.cost);
-    bounds_ = outside_bounds(problem_, order);
-    integral_memory_ = true;
-    const auto whole = [](Cost c) { return std::floor(c.memory) == c.memory && c.memory < 0x1p52; };
-    for (const auto& costs : problem_.node_cost)
-      for (Cost c : costs) integral_memory_ = integral_memory_ && whole(c);
-    for (const Problem::Edge& e : problem_.edges)
-      for (Cost c : e.cost) integral_memory_ = integral_memory_ && whole(c);
-  }
-
-  // Whether a known cost beats every completion of a point whose completions cost at least lb
-  // (ft.h, "Known strategies").
-  bool beaten(Cost lb) const {
-    const double t = lb.time * (1 - kKnownMargin);
-    auto it = std::upper_bound(known_.begin(), known_.end(), t, [](double v, const Cost& c) { return v < c.time; });
-    if (it == known_.begin()) return false;
-    --it;
-    return it->memory <= (integral_memory_ ? lb.memory : lb.memory * (1 - kKnownMargin));
-  }
-  static constexpr double kKnownMargin = 1e-9;
 
   Handle combine(Handle left, Handle right) {
     if (left == kNoHandle) return right;
@@ -567,9 +415,8 @@ class Eliminator {
       }
       union_of_sums(terms, chosen);
       if (delta_ > 0) epsilon_filter(chosen);
-      if (!known_.empty()) {
-        const Cost outside = bounds_.step[step_][e];
-        std::erase_if(chosen, [&](const SumChoice& c) { return beaten(c.cost + outside); });
+      if (known_) {
+        std::erase_if(chosen, [&](const SumChoice& c) { return known_->beat_every_completion(c.cost, step_, e); });
       }
       for (const SumChoice& c : chosen) {
         const SumTerm& t = terms[c.term];
@@ -601,10 +448,10 @@ class Eliminator {
     }
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
     stats_.provenance_records = arena_.size();
-    if (!known_.empty()) {  // the components' sum: complete strategies, nothing outside
+    if (known_) {  // the components' sum: complete strategies, nothing outside
       std::vector<Frontier::Point> kept;
       for (const Frontier::Point& p : total.points())
-        if (!beaten(p.cost)) kept.push_back(p);
+        if (!known_->beat(p.cost)) kept.push_back(p);
       total = Frontier::from_sorted(std::move(kept));
     }
 
@@ -636,10 +483,8 @@ class Eliminator {
   const std::chrono::steady_clock::time_point start_;
   int threads_ = 1;
   double delta_ = 0;
-  size_t step_ = 0;                // the elimination in progress
-  std::vector<Cost> known_;        // see prepare_bounds
-  OutsideBounds bounds_;
-  bool integral_memory_ = false;
+  size_t step_ = 0;                     // the elimination in progress
+  std::unique_ptr<KnownCosts> known_;  // options.known, when given
   std::vector<Factor> factors_;
   std::vector<std::vector<int>> by_node_;  // [node] ids of factors whose scope holds it
   std::vector<int> finished_;              // ids of scope-free factors

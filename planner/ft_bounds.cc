@@ -267,6 +267,34 @@ OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& ord
   return b;
 }
 
+KnownCosts::KnownCosts(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known,
+                       double epsilon)
+    : bounds_(outside_bounds(problem, order)) {
+  std::vector<Frontier::Point> scaled;
+  for (Cost c : known) {
+    if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {
+      throw std::invalid_argument("FT: a known cost is negative or not finite");
+    }
+    scaled.push_back({{c.time * (1 + epsilon), c.memory * (1 + epsilon)}, kNoHandle});
+  }
+  const Frontier staircase = Frontier::from_points(std::move(scaled));
+  for (const Frontier::Point& p : staircase.points()) staircase_.push_back(p.cost);
+  const auto whole = [](Cost c) { return std::floor(c.memory) == c.memory && c.memory < 0x1p52; };
+  for (const auto& costs : problem.node_cost)
+    for (Cost c : costs) integral_memory_ = integral_memory_ && whole(c);
+  for (const Problem::Edge& e : problem.edges)
+    for (Cost c : e.cost) integral_memory_ = integral_memory_ && whole(c);
+}
+
+bool KnownCosts::beat(Cost c) const {
+  // Of the known costs no slower than the margin allows, the last has the least memory.
+  const double t = c.time * (1 - kMargin);
+  auto it = std::upper_bound(staircase_.begin(), staircase_.end(), t, [](double v, const Cost& u) { return v < u.time; });
+  if (it == staircase_.begin()) return false;
+  --it;
+  return it->memory <= (integral_memory_ ? c.memory : c.memory * (1 - kMargin));
+}
+
 std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
                                               const std::vector<Cost>& weights) {
   for (Cost w : weights) {

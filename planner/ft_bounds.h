@@ -16,6 +16,13 @@
 // backwards; of equal values the lowest configuration wins). Its cost, evaluate()d, is a point no frontier point is far from: every
 // supported point of the frontier (on its convex hull) is such an optimum for some weights.
 //
+// KnownCosts: FT's test for "Known strategies" (ft.h): the known costs as a staircase scaled by
+// 1 + epsilon, and the outside bounds of every step. beat(c): some known cost u has
+// (1+epsilon) u.time <= (1 - 1e-9) c.time and (1+epsilon) u.memory <= c.memory (with the same
+// margin on memory unless every memory cost of the Problem is a whole number, so that every sum
+// is exact). beat_every_completion(q, step, entry): beat(q + the entry's outside bounds), which
+// by the bounds' definition holds for every completion of the partial point q.
+//
 // Work: the elimination's entries times K_x times the factors consumed, with plain doubles: a few
 // milliseconds on a transformer's space. Deterministic. Thread-safety: pure functions.
 // Errors: std::invalid_argument when the order does not match the Problem; weights must be
@@ -34,6 +41,22 @@ struct OutsideBounds {
 };
 
 [[nodiscard]] OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& order);
+
+class KnownCosts {
+ public:
+  // Throws std::invalid_argument when a known cost is negative or not finite.
+  KnownCosts(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known, double epsilon);
+  [[nodiscard]] bool beat(Cost c) const;
+  [[nodiscard]] bool beat_every_completion(Cost q, size_t step, size_t entry) const {
+    return beat(q + bounds_.step[step][entry]);
+  }
+
+ private:
+  static constexpr double kMargin = 1e-9;
+  std::vector<Cost> staircase_;  // time ascending, memory descending
+  OutsideBounds bounds_;
+  bool integral_memory_ = true;
+};
 
 [[nodiscard]] std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
                                                             const std::vector<Cost>& weights);

@@ -318,8 +318,9 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return t;
   };
   std::stable_sort(solve_order.begin(), solve_order.end(), [&](size_t x, size_t y) { return fastest(x) < fastest(y); });
-  // The first (most promising) mesh alone, with all threads; then the others at once, each
-  // knowing the first one's frontier (so what each leaves out does not depend on timing).
+  // The first (most promising) mesh alone, with all threads; then the others in waves of one per
+  // hardware thread, each knowing the frontiers of the waves before it (so what a mesh leaves out
+  // does not depend on timing).
   std::mutex progress_lock;
   const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads) {
     Slot& slot = slots[i];
@@ -357,11 +358,17 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ms.frontier_points = static_cast<int>(slot.result.points.size());
     ms.ft = slot.result.stats;
   };
-  solve(solve_order.front(), {}, 0);
-  std::vector<Cost> first;  // full costs of the first mesh's frontier
-  for (const FrontierPoint& p : slots[solve_order.front()].result.points)
-    first.push_back(slots[solve_order.front()].space->cost(p.assignment));
-  parallel_for(slots.size() - 1, [&](size_t k, int threads) { solve(solve_order[k + 1], first, threads); });
+  std::vector<Cost> found;  // full costs of the frontier points of the meshes solved so far
+  const size_t wave = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t done = 0; done < solve_order.size();) {
+    const size_t size = done == 0 ? 1 : std::min(wave, solve_order.size() - done);
+    parallel_for(size, [&](size_t k, int threads) { solve(solve_order[done + k], found, threads); });
+    for (size_t k = 0; k < size; ++k) {
+      const Slot& slot = slots[solve_order[done + k]];
+      for (const FrontierPoint& p : slot.result.points) found.push_back(slot.space->cost(p.assignment));
+    }
+    done += size;
+  }
 
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
   std::vector<PlanPoint> all;
