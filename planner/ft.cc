@@ -94,17 +94,10 @@ class Eliminator {
     }
     for (const Problem::Edge& e : problem_.edges) {
       Factor f;
-      const size_t ku = static_cast<size_t>(problem_.num_configs(e.u));
-      const size_t kv = static_cast<size_t>(problem_.num_configs(e.v));
       f.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
       f.stride = row_major_strides(problem_, f.scope);
-      f.points.resize(ku * kv);
-      for (size_t a = 0; a < ku; ++a) {
-        for (size_t b = 0; b < kv; ++b) {
-          f.points[e.u < e.v ? a * kv + b : b * ku + a] = {e.cost[a * kv + b], kNoHandle};
-        }
-      }
-      f.start.resize(ku * kv + 1);
+      for (Cost c : costs_by_sorted_nodes(problem_, e)) f.points.push_back({c, kNoHandle});
+      f.start.resize(f.points.size() + 1);
       for (size_t i = 0; i < f.start.size(); ++i) f.start[i] = static_cast<int64_t>(i);
       add_factor(std::move(f));
     }

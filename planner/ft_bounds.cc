@@ -50,13 +50,9 @@ class Elimination {
     }
     for (const Problem::Edge& e : problem.edges) {
       Table t;
-      const size_t ku = static_cast<size_t>(problem.num_configs(e.u));
-      const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
       t.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
-      t.stride = e.u < e.v ? std::vector<int64_t>{static_cast<int64_t>(kv), 1} : std::vector<int64_t>{static_cast<int64_t>(ku), 1};
-      t.value.resize(ku * kv * n_);
-      for (size_t a = 0; a < ku; ++a)
-        for (size_t b = 0; b < kv; ++b) set(t.value, e.u < e.v ? a * kv + b : b * ku + a, e.cost[a * kv + b]);
+      t.stride = {problem.num_configs(t.scope[1]), 1};
+      for (Cost c : costs_by_sorted_nodes(problem, e)) append(t.value, c);
       add(std::move(t));
     }
     first_created_ = static_cast<int>(tables_.size());
@@ -183,9 +179,6 @@ class Elimination {
  private:
   void append(std::vector<double>& values, Cost c) const {
     for (const Cost& w : weights_) values.push_back(w.time * c.time + w.memory * c.memory);
-  }
-  void set(std::vector<double>& values, size_t entry, Cost c) const {
-    for (size_t o = 0; o < n_; ++o) values[entry * n_ + o] = weights_[o].time * c.time + weights_[o].memory * c.memory;
   }
   void add(std::vector<double>& sum, const Table& t, int64_t entry) const {
     const double* v = t.value.data() + entry * static_cast<int64_t>(n_);

@@ -75,6 +75,16 @@ Cost evaluate(const Problem& problem, const std::vector<int>& assignment) {
   return detail::evaluate_unchecked(problem, assignment);
 }
 
+std::vector<Cost> costs_by_sorted_nodes(const Problem& problem, const Problem::Edge& e) {
+  if (e.u < e.v) return e.cost;
+  const size_t ku = static_cast<size_t>(problem.num_configs(e.u));
+  const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
+  std::vector<Cost> out(ku * kv);
+  for (size_t a = 0; a < ku; ++a)
+    for (size_t b = 0; b < kv; ++b) out[b * ku + a] = e.cost[a * kv + b];
+  return out;
+}
+
 Cost detail::evaluate_unchecked(const Problem& problem, const std::vector<int>& assignment) {
   Cost total;
   for (size_t v = 0; v < problem.node_cost.size(); ++v) {

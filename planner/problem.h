@@ -40,6 +40,10 @@ void validate(const Problem& problem);
 // (one in-range configuration per node) and throws std::invalid_argument otherwise.
 [[nodiscard]] Cost evaluate(const Problem& problem, const std::vector<int>& assignment);
 
+// Edge e's costs laid out row-major over its two nodes sorted by id (the lower id's configuration
+// major): the layout of FT's edge factors and of its scalar companions' tables.
+[[nodiscard]] std::vector<Cost> costs_by_sorted_nodes(const Problem& problem, const Problem::Edge& e);
+
 namespace detail {
 // evaluate() without validation, for solvers that validated once. REQUIRES: validate(problem)
 // passed and assignment is in range.
