@@ -6,6 +6,12 @@
 // 2 axes: [8], [2,4], [4,2]), each axis on the link level it falls on. A configuration that
 // splits one dim over several axes covers the coarser meshes' strategies, so the union over meshes
 // is the frontier of the whole space.
+// Solving. Every mesh's space is built (in parallel) with its fastest and smallest strategy
+// (planner/ft_bounds.h weighted_optima). The mesh with the fastest strategy is solved first, knowing
+// a few more of its convex-hull strategies; the others follow in waves of one per hardware thread,
+// each knowing the frontier points of the waves before it (full costs less its workspace floor),
+// so FT leaves out what those strictly dominate (ft.h "Known strategies"): the merged frontier is
+// the one the meshes' complete frontiers give, and does not depend on the number of threads.
 // Points. Each FT point's assignment is re-costed with StrategySpace::cost (the Problem's sum plus
 // the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
 // memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
