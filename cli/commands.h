@@ -42,11 +42,12 @@ struct EvaluateArgs {
   std::string strategy;                // strategy file or plan file
   std::optional<int> gpus;             // which frontier of a plan file
   std::optional<int> point;            // which point (default: the chosen one)
-  // For strategy files (a plan file brings its own):
-  std::string cluster = "h100-sxm";
+  // For strategy files (defaults h100-sxm, adam, fp32; --batch required). A plan file brings its
+  // own: given with one, each must agree with it.
+  std::optional<std::string> cluster;
   std::optional<int64_t> batch;
-  std::string optimizer = "adam";
-  std::string dtype = "fp32";
+  std::optional<std::string> optimizer;
+  std::optional<std::string> dtype;
   bool json = false;
 };
 int run_evaluate(const EvaluateArgs& args, std::ostream& out);

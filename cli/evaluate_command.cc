@@ -23,10 +23,22 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
     std::string hash = file_hash(args.model);
     if (hash != s.model_hash)
       throw InputError(args.model + ": not the model the plan was made for (" + s.model_path + ", fnv1a64 " + s.model_hash + ")");
+    // The plan's points were costed with its own settings: a flag that says otherwise is refused
+    // rather than silently ignored.
+    const auto disagree = [&](const std::string& flag, const std::string& given, const std::string& planned) {
+      throw InputError(flag + " " + given + " differs from the plan's " + planned + " (" + args.strategy +
+                       "): leave it out, or plan again with it");
+    };
+    if (args.batch && *args.batch != s.batch) disagree("--batch", std::to_string(*args.batch), "batch " + std::to_string(s.batch));
+    if (args.cluster && load_cluster(*args.cluster).name != s.cluster.name) disagree("--cluster", *args.cluster, "cluster " + s.cluster.name);
+    if (args.dtype && parse_precision(*args.dtype) != s.training.precision)
+      disagree("--dtype", *args.dtype, "dtype " + std::string(precision_name(s.training.precision)));
+    if (args.optimizer && parse_optimizer(*args.optimizer) != s.training.optimizer)
+      disagree("--optimizer", *args.optimizer, "optimizer " + std::string(optimizer_name(s.training.optimizer)));
   } else {
-    s.cluster = load_cluster(args.cluster);
-    s.training.precision = parse_precision(args.dtype);
-    s.training.optimizer = parse_optimizer(args.optimizer);
+    s.cluster = load_cluster(args.cluster.value_or("h100-sxm"));
+    s.training.precision = parse_precision(args.dtype.value_or("fp32"));
+    s.training.optimizer = parse_optimizer(args.optimizer.value_or("adam"));
     if (!args.batch) throw InputError("--batch is needed with a strategy file (a plan file records its own)");
     s.batch = *args.batch;
   }

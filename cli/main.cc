@@ -53,10 +53,10 @@ int main(int argc, char** argv) {
   ev->add_option("--strategy,-s", eval.strategy, "A plan file (plan --json) or a strategy file (docs/plan-format.md)")->required();
   ev->add_option("--gpus,-g", eval.gpus, "With a plan file of several GPU counts: which frontier");
   ev->add_option("--point,-p", eval.point, "With a plan file: which point (default: the chosen one)");
-  ev->add_option("--cluster,-c", eval.cluster, "With a strategy file: cluster preset or .json")->capture_default_str();
-  ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size")->check(CLI::PositiveNumber);
-  ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum or adam")->capture_default_str();
-  ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16")->capture_default_str();
+  ev->add_option("--cluster,-c", eval.cluster, "With a strategy file: cluster preset or .json (default h100-sxm); with a plan file it must be the plan's");
+  ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size (required); with a plan file it must be the plan's")->check(CLI::PositiveNumber);
+  ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum or adam (default adam); with a plan file it must be the plan's");
+  ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
 
   try {

@@ -188,6 +188,12 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + partial + " --batch 8"), "1 variable has no configuration");
   check_refused(run("evaluate " + model("resnet50.onnx") + " --strategy " + plan + " --gpus 2"), "not the model the plan was made for");
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan), "choose one with --gpus");
+  // The plan's own settings may be repeated, not contradicted.
+  CHECK(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --batch 8 --dtype fp32").code == 0);
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --batch 16"), "--batch 16 differs from the plan's batch 8");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --dtype bf16"), "--dtype bf16 differs");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --optimizer sgd"), "--optimizer sgd differs");
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --cluster a100-80gb-sxm"), "--cluster a100-80gb-sxm differs");
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --point 100000"), "out of range");
 }
 
