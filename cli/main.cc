@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
   pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");
   pl->add_flag("--baselines", plan.baselines, "Also cost data parallel, ZeRO-2 and Megatron-style tensor parallel");
   pl->add_option("--rows", plan.rows, "Table rows per GPU count (0: all)")->capture_default_str();
+  pl->add_option("--planner-memory", plan.planner_memory,
+                 "Largest working set of FT on one mesh, e.g. 8GiB (0: no limit); a mesh that needs more is skipped and named")
+      ->capture_default_str();
 
   cli::EvaluateArgs eval;
   CLI::App* ev = app.add_subcommand("evaluate", "The cost of one strategy, with its breakdown");

@@ -172,6 +172,8 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   options.space.zero = settings.zero;
   options.epsilon = settings.epsilon;
   options.max_mesh_axes = settings.mesh_axes;
+  options.max_planner_bytes =
+      args.planner_memory == "0" ? 0 : static_cast<int64_t>(parse_bytes(args.planner_memory, "--planner-memory"));
   options.progress = [&](const std::string& line) {
     if (std::chrono::duration<double>(clock::now() - start).count() > 1) err << "tensoropt: " << line << std::endl;
   };

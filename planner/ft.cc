@@ -66,6 +66,16 @@ class Eliminator {
     return arena_.add_sum(left, right);
   }
 
+  // Throws FtMemoryLimit when the factors, the provenance and `building` (bytes of a factor not
+  // yet added) pass options.max_bytes.
+  void check_memory(int64_t building) const {
+    const int64_t held = live_bytes_ + arena_.bytes() + building;
+    if (options_.max_bytes > 0 && held > options_.max_bytes) {
+      throw FtMemoryLimit("FT: the working set reached " + std::to_string(held) + " bytes, above max_bytes = " +
+                          std::to_string(options_.max_bytes));
+    }
+  }
+
   void add_factor(Factor f) {
     live_bytes_ += f.bytes();
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
@@ -336,6 +346,7 @@ class Eliminator {
           }
         }
       }
+      check_memory(out.bytes());
     }
   }
 
@@ -503,6 +514,7 @@ FtResult solve_ft(const Problem& problem, const FtOptions& options) {
     throw std::invalid_argument("FT: epsilon must be finite and >= 0, got " +
                                 std::to_string(options.epsilon));
   }
+  if (options.max_bytes < 0) throw std::invalid_argument("FT: max_bytes must be >= 0");
   if (options.max_factor_points < 1) {
     throw std::invalid_argument("FT: max_factor_points must be >= 1");
   }

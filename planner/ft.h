@@ -56,11 +56,13 @@
 // Thread-safety: solve_ft touches only its arguments; concurrent calls are safe if the progress
 // callbacks are. It may start up to options.threads threads of its own, joined before it
 // returns. Errors: std::invalid_argument for an invalid Problem (see validate) or options;
-// std::length_error, naming the factor, when a factor would exceed max_factor_points.
+// std::length_error, naming the factor, when a factor would exceed max_factor_points; FtMemoryLimit
+// (a std::length_error) when factors and provenance together would pass max_bytes.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "planner/frontier.h"
@@ -82,6 +84,8 @@ struct FtOptions {
   std::function<void(const FtProgress&)> progress;
   // Refuse a factor holding more frontier points than this (24 bytes each, plus entry overhead).
   int64_t max_factor_points = int64_t{1} << 25;
+  // Refuse when the working set (FtProgress::factor_bytes) passes this; 0: no limit.
+  int64_t max_bytes = 0;
   // Threads that build the entries of big factors; 0: one per hardware thread. The result does
   // not depend on it.
   int threads = 0;
@@ -112,6 +116,10 @@ struct FtStats {
 struct FtResult {
   std::vector<FrontierPoint> points;  // time strictly ascending, memory strictly descending
   FtStats stats;
+};
+
+struct FtMemoryLimit : std::length_error {
+  using std::length_error::length_error;
 };
 
 [[nodiscard]] FtResult solve_ft(const Problem& problem, const FtOptions& options = {});

@@ -14,6 +14,7 @@
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 
@@ -139,6 +140,8 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
     // after building the factors that precede it.
     if (!tractable(restricted_problem(space, allowed, time_only).first)) throw std::length_error("elimination width");
     return solve_restricted(space, allowed, ft, time_only);
+  } catch (const FtMemoryLimit&) {
+    throw;  // restricting wide regions is for wide orders, not for big frontiers
   } catch (const std::length_error&) {
     const Problem& p = space.problem();
     const int n = p.num_nodes();
@@ -184,11 +187,13 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
         }
         try {
           if (!tractable(restricted_problem(space, narrowed, time_only).first)) continue;
-          FtResult r = solve_restricted(space, narrowed, ft, time_only);
+          FtResult r = solve_restricted(space, narrowed, ft, time_only);  // FtMemoryLimit propagates
           stats.seconds += r.stats.seconds;
           stats.peak_bytes = std::max(stats.peak_bytes, r.stats.peak_bytes);
           stats.width = std::max(stats.width, r.stats.width);
           for (FrontierPoint& q : r.points) all.push_back(std::move(q));
+        } catch (const FtMemoryLimit&) {
+          throw;
         } catch (const std::length_error&) {
         }
       }
@@ -333,6 +338,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
+    ft.max_bytes = options.max_planner_bytes;
     ft.threads = threads;
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
     if (i == solve_order.front() && tractable(space.problem())) hull_fill(space.problem(), slot.hull);
@@ -351,6 +357,15 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     }
     try {
       slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+    } catch (const FtMemoryLimit&) {
+      char limit[64];
+      const double b = static_cast<double>(options.max_planner_bytes);
+      if (b >= 0x1p30) std::snprintf(limit, sizeof limit, "%.2f GiB", b / 0x1p30);
+      else if (b >= 0x1p20) std::snprintf(limit, sizeof limit, "%.2f MiB", b / 0x1p20);
+      else std::snprintf(limit, sizeof limit, "%.2f KiB", b / 0x1p10);
+      slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + limit +
+                     " (--planner-memory); --epsilon 0.01 needs far less";
+      return;
     } catch (const std::length_error& e) {
       slot.skipped = space.mesh().str() + ": " + e.what();
       return;

@@ -221,6 +221,23 @@ TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which
   CHECK(points(thinned.out) * 10 < points(exact.out));
 }
 
+TEST_CASE("cli: --planner-memory skips, and names, the meshes whose working set would pass it") {
+  const std::string m = model("resnet18.onnx");
+  // The one-axis mesh needs under 2 MiB here, the two-axis ones 8 and 40 MiB.
+  Result r = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 4MiB");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "skipped mesh [4 intra, 2 intra]: FT's working set passed the planner memory limit"));
+  CHECK(has(r.out, "8 GPUs: "));
+  Result none = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 100KiB");
+  CHECK(none.code == 2);
+  CHECK(has(none.err, "no mesh for 8 GPUs could be planned: [8 intra]: FT's working set passed the planner memory limit of 100.00 KiB"));
+  Result all = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 0");
+  REQUIRE(all.code == 0);
+  CHECK_FALSE(has(all.out, "skipped mesh"));
+  check_refused(run("plan " + m + " --gpus 8 --planner-memory lots"), "--planner-memory");
+}
+
 TEST_CASE("cli: plan marks no point when nothing fits the memory budget") {
   Result r = run("plan " + model("resnet18.onnx") + " --gpus 1 --batch 8 --memory-budget 1MiB");
   REQUIRE(r.code == 0);

@@ -228,6 +228,19 @@ TEST_CASE("ft: with known strategies and epsilon, the union is still covered wit
   CHECK(pruned > 5);
 }
 
+TEST_CASE("ft: a working set above max_bytes is refused with FtMemoryLimit") {
+  Rng rng(82);
+  const Problem p = random_problem(Shape::kSkips, 40, 4, 1000, 1, rng);
+  const FtResult free_run = solve_ft(p);
+  FtOptions options;
+  options.max_bytes = free_run.stats.peak_bytes;
+  CHECK(solve_ft(p, options).points.size() == free_run.points.size());  // the peak itself fits
+  options.max_bytes = free_run.stats.peak_bytes / 4;
+  CHECK_THROWS_AS((void)solve_ft(p, options), FtMemoryLimit);
+  options.max_bytes = -1;
+  CHECK_THROWS_AS((void)solve_ft(p, options), std::invalid_argument);
+}
+
 TEST_CASE("ft: known costs must be finite and non-negative") {
   Rng rng(81);
   const Problem p = random_problem(Shape::kChain, 4, 3, 9, 1, rng);
