@@ -174,8 +174,15 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   options.max_mesh_axes = settings.mesh_axes;
   options.max_planner_bytes =
       args.planner_memory == "0" ? 0 : static_cast<int64_t>(parse_bytes(args.planner_memory, "--planner-memory"));
+  bool hinted = false;
   options.progress = [&](const std::string& line) {
-    if (std::chrono::duration<double>(clock::now() - start).count() > 1) err << "tensoropt: " << line << std::endl;
+    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
+    if (elapsed > 1) err << "tensoropt: " << line << std::endl;
+    if (elapsed > kHintSeconds && settings.epsilon == 0 && !hinted) {
+      hinted = true;
+      err << "tensoropt: this exact frontier is large and may take minutes; --epsilon 0.01 gives one with points about 1% apart, usually far faster"
+          << std::endl;
+    }
   };
 
   if (args.dump_space) {
