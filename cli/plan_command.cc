@@ -91,7 +91,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   out << "  " << gp.reason << "\n";
   // Exact frontiers of big models hold thousands of points microseconds and kilobytes apart:
   // say how to get one a person can read, and faster.
-  if (epsilon == 0 && (f.points.size() > kHintPoints || f.seconds > kHintSeconds))
+  const bool all_exact = std::all_of(f.meshes.begin(), f.meshes.end(), [](const MeshStats& m) { return m.approximation.empty(); });
+  if (epsilon == 0 && all_exact && (f.points.size() > kHintPoints || f.seconds > kHintSeconds))
     out << "  note: the exact frontier has " << f.points.size()
         << " points; --epsilon 0.01 thins it to points about 1% apart, usually in a fraction of the time\n";
   if (!gp.baselines.empty()) {

@@ -22,6 +22,15 @@ namespace tensoropt::planner {
 
 namespace {
 
+// The epsilon a mesh is solved with when its exact frontier passes the planner memory limit.
+constexpr double kFallbackEpsilon = 0.01;
+
+std::string format_epsilon(double e) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", e);
+  return text;
+}
+
 // Factors over more entries than this are not attempted exactly (each entry holds a frontier).
 constexpr double kMaxExactFactorEntries = 1 << 16;
 // Nor orders this wide: the work per elimination grows with the scope even where few
@@ -355,16 +364,26 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
                          std::to_string(p.factor_bytes >> 20) + " MiB");
       };
     }
+    char limit[64];
+    const double b = static_cast<double>(options.max_planner_bytes);
+    if (b >= 0x1p30) std::snprintf(limit, sizeof limit, "%.2f GiB", b / 0x1p30);
+    else if (b >= 0x1p20) std::snprintf(limit, sizeof limit, "%.2f MiB", b / 0x1p20);
+    else std::snprintf(limit, sizeof limit, "%.2f KiB", b / 0x1p10);
     try {
-      slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+      try {
+        slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+      } catch (const FtMemoryLimit&) {
+        if (ft.epsilon > 0) throw;
+        // An exact frontier this big has its points microseconds apart: thin it, and say so.
+        ft.epsilon = kFallbackEpsilon;
+        slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+        ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + std::string(limit) +
+                           " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
+                           (ms.approximation.empty() ? "" : "; " + ms.approximation);
+      }
     } catch (const FtMemoryLimit&) {
-      char limit[64];
-      const double b = static_cast<double>(options.max_planner_bytes);
-      if (b >= 0x1p30) std::snprintf(limit, sizeof limit, "%.2f GiB", b / 0x1p30);
-      else if (b >= 0x1p20) std::snprintf(limit, sizeof limit, "%.2f MiB", b / 0x1p20);
-      else std::snprintf(limit, sizeof limit, "%.2f KiB", b / 0x1p10);
       slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + limit +
-                     " (--planner-memory); --epsilon 0.01 needs far less";
+                     " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
       return;
     } catch (const std::length_error& e) {
       slot.skipped = space.mesh().str() + ": " + e.what();

@@ -221,20 +221,21 @@ TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which
   CHECK(points(thinned.out) * 10 < points(exact.out));
 }
 
-TEST_CASE("cli: --planner-memory skips, and names, the meshes whose working set would pass it") {
+TEST_CASE("cli: --planner-memory: a mesh whose exact frontier would pass it is thinned with epsilon 0.01, and says so") {
   const std::string m = model("resnet18.onnx");
-  // The one-axis mesh needs under 2 MiB here, the two-axis ones 8 and 40 MiB.
+  // Exact, the one-axis mesh needs under 2 MiB here, the two-axis ones 8 and 40 MiB.
   Result r = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 4MiB");
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
-  CHECK(has(r.out, "skipped mesh [4 intra, 2 intra]: FT's working set passed the planner memory limit"));
-  CHECK(has(r.out, "8 GPUs: "));
-  Result none = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 100KiB");
-  CHECK(none.code == 2);
-  CHECK(has(none.err, "no mesh for 8 GPUs could be planned: [8 intra]: FT's working set passed the planner memory limit of 100.00 KiB"));
+  CHECK(has(r.out, "mesh [4 intra, 2 intra]: approximate: the exact frontier passed the planner memory limit of 4.00 MiB"));
+  CHECK_FALSE(has(r.out, "mesh [8 intra]: approximate"));
+  CHECK_FALSE(has(r.out, "note: the exact frontier"));
   Result all = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 0");
   REQUIRE(all.code == 0);
-  CHECK_FALSE(has(all.out, "skipped mesh"));
+  CHECK_FALSE(has(all.out, "approximate"));
+  Result none = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 100KiB");
+  CHECK(none.code == 2);
+  CHECK(has(none.err, "no mesh for 8 GPUs could be planned: [8 intra]: FT's working set passed the planner memory limit of 100.00 KiB (--planner-memory), even with epsilon 0.01"));
   check_refused(run("plan " + m + " --gpus 8 --planner-memory lots"), "--planner-memory");
 }
 
