@@ -34,7 +34,7 @@ struct PlanArgs {
   std::optional<std::string> dump_space;
   bool baselines = false;
   int rows = 20;                       // table rows per GPU count; 0: all
-  std::string planner_memory = "8GiB";  // FT's working set per mesh; "0": no limit
+  std::string planner_memory = "4GiB";  // FT's working sets together; "0": no limit
 };
 int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err);
 

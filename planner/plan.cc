@@ -336,7 +336,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // hardware thread, each knowing the frontiers of the waves before it (so what a mesh leaves out
   // does not depend on timing).
   std::mutex progress_lock;
-  const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads) {
+  const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads, int64_t max_bytes) {
     Slot& slot = slots[i];
     const StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
@@ -347,7 +347,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     FtOptions ft;
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
-    ft.max_bytes = options.max_planner_bytes;
+    ft.max_bytes = max_bytes;
     ft.threads = threads;
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
     if (i == solve_order.front() && tractable(space.problem())) hull_fill(space.problem(), slot.hull);
@@ -365,7 +365,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       };
     }
     char limit[64];
-    const double b = static_cast<double>(options.max_planner_bytes);
+    const double b = static_cast<double>(max_bytes);
     if (b >= 0x1p30) std::snprintf(limit, sizeof limit, "%.2f GiB", b / 0x1p30);
     else if (b >= 0x1p20) std::snprintf(limit, sizeof limit, "%.2f MiB", b / 0x1p20);
     else std::snprintf(limit, sizeof limit, "%.2f KiB", b / 0x1p10);
@@ -396,7 +396,9 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   const size_t wave = std::max(1u, std::thread::hardware_concurrency());
   for (size_t done = 0; done < solve_order.size();) {
     const size_t size = done == 0 ? 1 : std::min(wave, solve_order.size() - done);
-    parallel_for(size, [&](size_t k, int threads) { solve(solve_order[done + k], found, threads); });
+    // Meshes solved side by side share the planner memory limit.
+    const int64_t share = options.max_planner_bytes / static_cast<int64_t>(size);
+    parallel_for(size, [&](size_t k, int threads) { solve(solve_order[done + k], found, threads, share); });
     for (size_t k = 0; k < size; ++k) {
       const Slot& slot = slots[solve_order[done + k]];
       for (const FrontierPoint& p : slot.result.points) found.push_back(slot.space->cost(p.assignment));

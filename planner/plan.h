@@ -44,10 +44,11 @@ struct PlanOptions {
   double epsilon = 0;
   int max_mesh_axes = 2;
   int64_t max_factor_points = int64_t{1} << 25;
-  // Per mesh: FT's working set may not pass this (FtOptions::max_bytes). An exact solve that
-  // would is redone with epsilon 0.01 and the mesh marked approximate; one that still would is
-  // skipped and named. 0: no limit.
-  int64_t max_planner_bytes = int64_t{8} << 30;
+  // FT's working sets together may not pass this: the first mesh has it all, meshes solved side by
+  // side an equal share each (FtOptions::max_bytes). An exact solve that would pass its share is
+  // redone with epsilon 0.01 and the mesh marked approximate; one that still would is skipped and
+  // named. 0: no limit.
+  int64_t max_planner_bytes = int64_t{4} << 30;
   // Progress lines ("8 GPUs, mesh [2 intra, 4 intra]: 310/702 variables, 1.2 s"), at most a few
   // a second; the caller prints them.
   std::function<void(const std::string&)> progress;
