@@ -96,8 +96,6 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
     out << "  note: the exact frontier has " << f.points.size()
         << " points; --epsilon 0.01 thins it to points about 1% apart, usually in a fraction of the time\n";
   if (!gp.baselines.empty()) {
-    bool approximate = false;
-    for (const MeshStats& m : f.meshes) approximate = approximate || !m.approximation.empty();
     out << "  baselines, as the frontier sees them:\n";
     for (const Baseline& b : gp.baselines) {
       int dom = dominating_point(f, b.cost);
@@ -106,7 +104,7 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
                     bytes_human(b.cost.memory).c_str(), mesh_shape(b.space->mesh()).c_str(),
                     summarize_strategy(*b.space, b.assignment).c_str(),
                     dom >= 0 ? ("point " + std::to_string(dom) + " is as fast or faster with no more memory").c_str()
-                    : approximate      ? "not dominated: this frontier is approximate (see above)"
+                    : !all_exact       ? "not dominated: this frontier is approximate (see above)"
                     : epsilon > 0      ? "not dominated: --epsilon thinned the frontier"
                     : !searched(b)     ? "not dominated: its mesh is outside the --mesh-axes searched"
                                        : "NOT dominated by the frontier (a bug: please report)");

@@ -3,11 +3,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <chrono>
 #include <cmath>
 #include <exception>
-#include <limits>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -58,7 +56,6 @@ class Eliminator {
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
-
 
   Handle combine(Handle left, Handle right) {
     if (left == kNoHandle) return right;

@@ -1,4 +1,4 @@
-// Min-plus elimination with two independent scalar objectives; see ft_bounds.h.
+// Min-plus elimination of several weighted scalar objectives at once; see ft_bounds.h.
 #include "planner/ft_bounds.h"
 
 #include <algorithm>
@@ -51,7 +51,7 @@ class Elimination {
     for (const Problem::Edge& e : problem.edges) {
       Table t;
       t.scope = {std::min(e.u, e.v), std::max(e.u, e.v)};
-      t.stride = {problem.num_configs(t.scope[1]), 1};
+      t.stride = row_major_strides(problem, t.scope);
       for (Cost c : costs_by_sorted_nodes(problem, e)) append(t.value, c);
       add(std::move(t));
     }
@@ -73,13 +73,10 @@ class Elimination {
       if (scope != order.scopes[s]) throw std::invalid_argument("elimination order scope mismatch at step " + std::to_string(s));
       Table t;
       t.scope = scope;
-      t.stride.resize(scope.size());
-      int64_t entries = 1;
-      for (size_t p = scope.size(); p-- > 0;) {
-        t.stride[p] = entries;
-        entries *= problem.num_configs(scope[p]);
-      }
-      t.value.assign(static_cast<size_t>(entries) * n_, kInf);
+      t.stride = row_major_strides(problem, scope);
+      size_t entries = 1;
+      for (int v : scope) entries *= static_cast<size_t>(problem.num_configs(v));
+      t.value.assign(entries * n_, kInf);
       consumed_.push_back(consumed);
       const Joint j = joint(s);
       std::vector<const double*> values;
@@ -122,14 +119,14 @@ class Elimination {
       const std::vector<double>& mine = out[static_cast<size_t>(first_created_) + s];
       const std::vector<int>& consumed = consumed_[s];
       const Joint j = joint(s);
-      for (size_t f = 0; f < consumed.size(); ++f) {
+      std::vector<const double*> values;
+      for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
+      const size_t m = consumed.size();
+      const size_t w = n_;
+      for (size_t f = 0; f < m; ++f) {
         if (consumed[f] < first_created_) continue;
         std::vector<double>& theirs = out[static_cast<size_t>(consumed[f])];
         theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), kInf);
-        std::vector<const double*> values;
-        for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
-        const size_t m = consumed.size();
-        const size_t w = n_;
         for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
           const double* outer = mine.data() + entry * static_cast<int64_t>(w);
           for (int k = 0; k < kx; ++k) {
@@ -183,10 +180,6 @@ class Elimination {
   void add(std::vector<double>& sum, const Table& t, int64_t entry) const {
     const double* v = t.value.data() + entry * static_cast<int64_t>(n_);
     for (size_t o = 0; o < n_; ++o) sum[o] += v[o];
-  }
-  void keep_least(std::vector<double>& values, size_t entry, const std::vector<double>& sum) const {
-    double* v = values.data() + entry * n_;
-    for (size_t o = 0; o < n_; ++o) v[o] = std::min(v[o], sum[o]);
   }
 
   void add(Table t) {

@@ -33,15 +33,6 @@ struct Factor {
   }
 };
 
-inline std::vector<int64_t> row_major_strides(const Problem& problem, const std::vector<int>& scope) {
-  std::vector<int64_t> stride(scope.size());
-  int64_t s = 1;
-  for (size_t i = scope.size(); i-- > 0;) {
-    stride[i] = s;
-    s *= problem.num_configs(scope[i]);
-  }
-  return stride;
-}
 
 // Bit k' of weak (strict): configuration k' covers (strictly) this one's frontier.
 struct CoverMask {

@@ -2,21 +2,21 @@
 
 #include <algorithm>
 #include <atomic>
-#include <exception>
-#include <mutex>
-#include <thread>
-#include <iterator>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <iterator>
+#include <limits>
+#include <mutex>
+#include <numeric>
 #include <stdexcept>
+#include <thread>
 
 #include "graph/error.h"
 #include "planner/baselines.h"
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
-#include <cmath>
-#include <cstdio>
-#include <limits>
-#include <numeric>
 
 namespace tensoropt::planner {
 
@@ -28,6 +28,16 @@ constexpr double kFallbackEpsilon = 0.01;
 std::string format_epsilon(double e) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", e);
+  return text;
+}
+
+// A byte count for a message: "2.00 GiB", "4.00 MiB", "100.00 KiB".
+std::string format_bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  char text[64];
+  if (b >= 0x1p30) std::snprintf(text, sizeof text, "%.2f GiB", b / 0x1p30);
+  else if (b >= 0x1p20) std::snprintf(text, sizeof text, "%.2f MiB", b / 0x1p20);
+  else std::snprintf(text, sizeof text, "%.2f KiB", b / 0x1p10);
   return text;
 }
 
@@ -91,10 +101,10 @@ std::vector<Point> pareto_merge(std::vector<Point> all) {
   return kept;
 }
 
-// Whether FT may be tried exactly on `p`: no factor above kMaxExactFactorEntries entries and an
-// elimination order no wider than kMaxExactWidth, unless no factor exceeds 64 entries.
-bool tractable(const Problem& p) {
-  EliminationOrder order = greedy_elimination_order(p);
+// Whether FT may be tried exactly on `p`, eliminated in `order`: no factor above
+// kMaxExactFactorEntries entries and an order no wider than kMaxExactWidth, unless no factor
+// exceeds 64 entries.
+bool tractable(const Problem& p, const EliminationOrder& order) {
   double largest = 0;
   for (const auto& scope : order.scopes) {
     double entries = 1;
@@ -103,6 +113,8 @@ bool tractable(const Problem& p) {
   }
   return largest <= kMaxExactFactorEntries && (order.width <= kMaxExactWidth || largest <= 64);
 }
+
+bool tractable(const Problem& p) { return tractable(p, greedy_elimination_order(p)); }
 
 }  // namespace
 
@@ -273,8 +285,8 @@ struct Hull {
   double slope = 0;         // 0 when the fastest is also the smallest
 };
 
-Hull hull_ends(const Problem& problem) {
-  const auto ends = weighted_optima(problem, greedy_elimination_order(problem), {{1, 1e-18}, {1e-18, 1}});
+Hull hull_ends(const Problem& problem, const EliminationOrder& order) {
+  const auto ends = weighted_optima(problem, order, {{1, 1e-18}, {1e-18, 1}});
   Hull hull;
   const Cost fastest = evaluate(problem, ends[0]);
   const Cost smallest = evaluate(problem, ends[1]);
@@ -285,11 +297,11 @@ Hull hull_ends(const Problem& problem) {
   return hull;
 }
 
-void hull_fill(const Problem& problem, Hull& hull) {
+void hull_fill(const Problem& problem, const EliminationOrder& order, Hull& hull) {
   if (hull.slope <= 0) return;
   std::vector<Cost> weights;
   for (double f : {1.0 / 64, 1.0 / 16, 1.0 / 4, 1.0, 4.0, 16.0, 64.0}) weights.push_back({1, hull.slope * f});
-  for (const std::vector<int>& a : weighted_optima(problem, greedy_elimination_order(problem), weights))
+  for (const std::vector<int>& a : weighted_optima(problem, order, weights))
     hull.costs.push_back(evaluate(problem, a));
 }
 
@@ -306,6 +318,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // Every mesh's space, and a few strategies of each on its frontier's convex hull.
   struct Slot {
     std::unique_ptr<StrategySpace> space;
+    EliminationOrder order;  // of the space's Problem, for its hull strategies
+    bool exact = false;      // tractable(): hull strategies are only sought where FT is exact
     Hull hull;
     MeshStats stats;
     FtResult result;
@@ -316,8 +330,11 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   if (options.progress) options.progress(std::to_string(gpus) + " GPUs: building " + std::to_string(meshes.size()) + " strategy spaces");
   // Independent per mesh: built on up to as many threads as the machine has.
   parallel_for(meshes.size(), [&](size_t i, int) {
-    slots[i].space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
-    if (tractable(slots[i].space->problem())) slots[i].hull = hull_ends(slots[i].space->problem());
+    Slot& slot = slots[i];
+    slot.space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
+    slot.order = greedy_elimination_order(slot.space->problem());
+    slot.exact = tractable(slot.space->problem(), slot.order);
+    if (slot.exact) slot.hull = hull_ends(slot.space->problem(), slot.order);
   });
 
   // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
@@ -350,7 +367,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ft.max_bytes = max_bytes;
     ft.threads = threads;
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
-    if (i == solve_order.front() && tractable(space.problem())) hull_fill(space.problem(), slot.hull);
+    if (i == solve_order.front() && slot.exact) hull_fill(space.problem(), slot.order, slot.hull);
     ft.known = slot.hull.costs;
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
@@ -364,11 +381,6 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
                          std::to_string(p.factor_bytes >> 20) + " MiB");
       };
     }
-    char limit[64];
-    const double b = static_cast<double>(max_bytes);
-    if (b >= 0x1p30) std::snprintf(limit, sizeof limit, "%.2f GiB", b / 0x1p30);
-    else if (b >= 0x1p20) std::snprintf(limit, sizeof limit, "%.2f MiB", b / 0x1p20);
-    else std::snprintf(limit, sizeof limit, "%.2f KiB", b / 0x1p10);
     try {
       try {
         slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
@@ -377,12 +389,12 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
         // An exact frontier this big has its points microseconds apart: thin it, and say so.
         ft.epsilon = kFallbackEpsilon;
         slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
-        ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + std::string(limit) +
+        ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
                            " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
                            (ms.approximation.empty() ? "" : "; " + ms.approximation);
       }
     } catch (const FtMemoryLimit&) {
-      slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + limit +
+      slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + format_bytes(max_bytes) +
                      " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
       return;
     } catch (const std::length_error& e) {

@@ -75,6 +75,16 @@ Cost evaluate(const Problem& problem, const std::vector<int>& assignment) {
   return detail::evaluate_unchecked(problem, assignment);
 }
 
+std::vector<int64_t> row_major_strides(const Problem& problem, const std::vector<int>& scope) {
+  std::vector<int64_t> stride(scope.size());
+  int64_t s = 1;
+  for (size_t i = scope.size(); i-- > 0;) {
+    stride[i] = s;
+    s *= problem.num_configs(scope[i]);
+  }
+  return stride;
+}
+
 std::vector<Cost> costs_by_sorted_nodes(const Problem& problem, const Problem::Edge& e) {
   if (e.u < e.v) return e.cost;
   const size_t ku = static_cast<size_t>(problem.num_configs(e.u));

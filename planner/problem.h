@@ -10,6 +10,7 @@
 // Errors: std::invalid_argument, with the node or edge named.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "planner/frontier.h"
@@ -39,6 +40,10 @@ void validate(const Problem& problem);
 // The cost of one strategy. REQUIRES nothing: validates the problem and the assignment
 // (one in-range configuration per node) and throws std::invalid_argument otherwise.
 [[nodiscard]] Cost evaluate(const Problem& problem, const std::vector<int>& assignment);
+
+// Strides of a table over `scope` laid out row-major, the last node fastest: entry index =
+// sum of configuration * stride. FT's factors and its scalar companions' tables use this layout.
+[[nodiscard]] std::vector<int64_t> row_major_strides(const Problem& problem, const std::vector<int>& scope);
 
 // Edge e's costs laid out row-major over its two nodes sorted by id (the lower id's configuration
 // major): the layout of FT's edge factors and of its scalar companions' tables.
