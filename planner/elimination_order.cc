@@ -3,22 +3,64 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace tensoropt::planner {
 namespace {
 
 struct Score {
   long fill = 0;
-  double log_size = 0;   // log of the product of the neighbours' configuration counts
-  double log_ratio = 0;  // log_size minus the log of the node's own count
+  double log_size = 0;  // log of the product of the neighbours' configuration counts
+  double work = 0;      // log of the estimated work (see the header), after fill
 };
 
 bool better(const Score& a, const Score& b) {
   if (a.fill != b.fill) return a.fill < b.fill;
-  if (a.log_ratio != b.log_ratio) return a.log_ratio < b.log_ratio;
+  if (a.work != b.work) return a.work < b.work;
   return a.log_size < b.log_size;
 }
+
+// The factors built so far (the order's image of FT's): how many nodes each has folded in, and
+// which are still to be consumed, per node of their scope.
+struct Folds {
+  std::vector<int64_t> nodes;             // [factor] nodes eliminated into it, itself included
+  std::vector<bool> live;                 // [factor] not yet consumed
+  std::vector<std::vector<int>> by_node;  // [node] factors whose scope holds it
+
+  // The sum and the second largest of the folded counts of the live factors on node v.
+  std::pair<int64_t, int64_t> on(int v) const {
+    int64_t sum = 0, first = 0, second = 0;
+    for (int id : by_node[static_cast<size_t>(v)]) {
+      const size_t f = static_cast<size_t>(id);
+      if (!live[f]) continue;
+      sum += nodes[f];
+      if (nodes[f] > first) {
+        second = first;
+        first = nodes[f];
+      } else {
+        second = std::max(second, nodes[f]);
+      }
+    }
+    return {sum, second};
+  }
+
+  // Node x is eliminated with neighbours nb: its live factors are consumed into a new one.
+  void eliminate(int x, const std::vector<int>& nb) {
+    int64_t folded = 1;
+    for (int id : by_node[static_cast<size_t>(x)]) {
+      const size_t f = static_cast<size_t>(id);
+      if (!live[f]) continue;
+      folded += nodes[f];
+      live[f] = false;
+    }
+    const int id = static_cast<int>(nodes.size());
+    nodes.push_back(folded);
+    live.push_back(true);
+    for (int a : nb) by_node[static_cast<size_t>(a)].push_back(id);
+  }
+};
 
 bool adjacent(const std::vector<std::vector<int>>& adj, int a, int b) {
   const auto& row = adj[static_cast<size_t>(a)];
@@ -37,7 +79,7 @@ void disconnect(std::vector<std::vector<int>>& adj, int a, int b) {
   if (it != row.end() && *it == b) row.erase(it);
 }
 
-Score score_of(const std::vector<std::vector<int>>& adj, const std::vector<double>& log_k, int w) {
+Score score_of(const std::vector<std::vector<int>>& adj, const std::vector<double>& log_k, const Folds& folds, int w) {
   Score s;
   const auto& nb = adj[static_cast<size_t>(w)];
   for (size_t i = 0; i < nb.size(); ++i) {
@@ -46,7 +88,9 @@ Score score_of(const std::vector<std::vector<int>>& adj, const std::vector<doubl
       if (!adjacent(adj, nb[i], nb[j])) ++s.fill;
     }
   }
-  s.log_ratio = s.log_size - log_k[static_cast<size_t>(w)];
+  const auto [folded, second] = folds.on(w);
+  s.work = s.log_size - log_k[static_cast<size_t>(w)] + 0.5 * std::log1p(static_cast<double>(folded)) +
+           std::log1p(static_cast<double>(second));
   return s;
 }
 
@@ -63,8 +107,10 @@ EliminationOrder greedy_elimination_order(const Problem& problem) {
   std::vector<double> log_k(un);
   for (int v = 0; v < n; ++v) log_k[static_cast<size_t>(v)] = std::log(problem.num_configs(v));
 
+  Folds folds;
+  folds.by_node.resize(un);
   std::vector<Score> score(un);
-  for (int v = 0; v < n; ++v) score[static_cast<size_t>(v)] = score_of(adj, log_k, v);
+  for (int v = 0; v < n; ++v) score[static_cast<size_t>(v)] = score_of(adj, log_k, folds, v);
   std::vector<bool> done(un, false);
   std::vector<int> level(un, 0);   // elimination-tree height below and including each node
   std::vector<bool> dirty(un, false);
@@ -77,6 +123,7 @@ EliminationOrder greedy_elimination_order(const Problem& problem) {
       if (x < 0 || better(score[static_cast<size_t>(v)], score[static_cast<size_t>(x)])) x = v;
     }
     const std::vector<int> nb = adj[static_cast<size_t>(x)];
+    folds.eliminate(x, nb);
     done[static_cast<size_t>(x)] = true;
     out.order.push_back(x);
     out.scopes.push_back(nb);
@@ -101,12 +148,12 @@ EliminationOrder greedy_elimination_order(const Problem& problem) {
     for (int a : nb) {
       for (int b : adj[static_cast<size_t>(a)]) {
         if (dirty[static_cast<size_t>(b)]) {
-          score[static_cast<size_t>(b)] = score_of(adj, log_k, b);
+          score[static_cast<size_t>(b)] = score_of(adj, log_k, folds, b);
           dirty[static_cast<size_t>(b)] = false;
         }
       }
       if (dirty[static_cast<size_t>(a)]) {
-        score[static_cast<size_t>(a)] = score_of(adj, log_k, a);
+        score[static_cast<size_t>(a)] = score_of(adj, log_k, folds, a);
         dirty[static_cast<size_t>(a)] = false;
       }
     }

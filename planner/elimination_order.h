@@ -1,15 +1,24 @@
-// Elimination order for FT: greedy min-fill, ties broken by the smallest ratio of the factor's
-// entries to the node's configurations, then by min-size, then by lowest node id.
+// Elimination order for FT: greedy min-fill, ties broken by an estimate of the step's work, then
+// by min-size, then by lowest node id.
 //
 // Works on the interaction graph (nodes adjacent when an edge of the Problem joins them). At each
 // step it eliminates the remaining node whose elimination adds the fewest new adjacencies among
-// its neighbours (fill), then the one for which the product of its neighbours' configuration
-// counts (the entries of the factor it builds) divided by its own count is smallest, then the
-// smallest product, then the lowest id; its neighbours become a clique. The ratio prefers to
-// eliminate nodes with many configurations and to keep those with few in later scopes: around a
-// cycle (a model whose embedding and output layers share a weight) one node stays in every
-// factor's scope, and this makes it one with few configurations. On a chain or a tree it always
-// eliminates a leaf, so FT does O(n K^2) factor work there.
+// its neighbours (fill); among those, the one of least estimated work (below); then the one whose
+// neighbours' configuration counts have the smallest product (the entries of the factor it
+// builds); then the lowest id. Its neighbours become a clique.
+// Estimated work, in logs: entries / own configuration count x sqrt(1 + F) x (1 + S), where F
+// is the number of nodes already folded into the factors the step consumes and S the count of
+// the second largest of them. Why: a factor entry's frontier grows with the trade-offs folded
+// into it (each op's recompute, each parameter's ZeRO choice), so F stands for the size of what
+// is built; adding a small frontier to a big one costs about the points built, but summing two
+// big ones costs far more per point (frontier.h union_of_sums), hence S. The ratio of entries to
+// own configurations prefers to eliminate nodes with many configurations and to keep those with
+// few in later scopes: around a cycle (a model whose embedding and output layers share a
+// weight) one node stays in every factor's scope, and this makes it one with few
+// configurations. With F, a chain of layers is folded into segments that are then joined, rather
+// than each layer being added in turn to one frontier that grows all along (GPT-2 XL on 8 GPUs:
+// 3.0 M factor points built instead of 14.2 M; docs/benchmarks.md). On a chain or a tree it
+// always eliminates a leaf first (fill 0), so FT does O(n K^2) factor work there.
 // Deterministic. Thread-safety: pure function. Errors: none beyond std::bad_alloc.
 #pragma once
 
