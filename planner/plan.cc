@@ -244,25 +244,23 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 
 namespace {
 
-// Calls fn(i, threads) for every i < n on up to one thread per hardware thread, `threads` being
-// that thread's share of the machine for work that is itself threaded (0: all of it). The first
-// exception is rethrown once all have stopped.
+// Calls fn(i) for every i < n on up to one thread per hardware thread. The first exception is
+// rethrown once all have stopped.
 template <class Fn>
 void parallel_for(size_t n, const Fn& fn) {
   const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
   const size_t workers = std::min(n, hardware);
   if (workers <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i, 0);
+    for (size_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  const int share = static_cast<int>(std::max<size_t>(1, hardware / workers));
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_lock;
   const auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < n;) {
       try {
-        fn(i, share);
+        fn(i);
       } catch (...) {
         std::lock_guard<std::mutex> hold(error_lock);
         if (!error) error = std::current_exception();
@@ -329,7 +327,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   std::vector<Slot> slots(meshes.size());
   if (options.progress) options.progress(std::to_string(gpus) + " GPUs: building " + std::to_string(meshes.size()) + " strategy spaces");
   // Independent per mesh: built on up to as many threads as the machine has.
-  parallel_for(meshes.size(), [&](size_t i, int) {
+  parallel_for(meshes.size(), [&](size_t i) {
     Slot& slot = slots[i];
     slot.space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
     slot.order = greedy_elimination_order(slot.space->problem());
@@ -410,7 +408,9 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     const size_t size = done == 0 ? 1 : std::min(wave, solve_order.size() - done);
     // Meshes solved side by side share the planner memory limit.
     const int64_t share = options.max_planner_bytes / static_cast<int64_t>(size);
-    parallel_for(size, [&](size_t k, int threads) { solve(solve_order[done + k], found, threads, share); });
+    // Each mesh may use every hardware thread for its big factors: when one finishes early, the
+    // others take its cores.
+    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, 0, share); });
     for (size_t k = 0; k < size; ++k) {
       const Slot& slot = slots[solve_order[done + k]];
       for (const FrontierPoint& p : slot.result.points) found.push_back(slot.space->cost(p.assignment));
