@@ -321,6 +321,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     Hull hull;
     MeshStats stats;
     FtResult result;
+    std::vector<Cost> costs;  // [point] space->cost(): the result's costs with the workspace
     std::string skipped;
   };
   const std::vector<DeviceMesh> meshes = candidate_meshes(cluster, gpus, options.max_mesh_axes);
@@ -400,6 +401,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       return;
     }
     ms.frontier_points = static_cast<int>(slot.result.points.size());
+    // FT's costs are evaluate()'s sums, so this is space.cost() without summing again.
+    for (const FrontierPoint& p : slot.result.points) slot.costs.push_back({p.cost.time, p.cost.memory + space.workspace(p.assignment)});
     ms.ft = slot.result.stats;
   };
   std::vector<Cost> found;  // full costs of the frontier points of the meshes solved so far
@@ -413,7 +416,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, 0, share); });
     for (size_t k = 0; k < size; ++k) {
       const Slot& slot = slots[solve_order[done + k]];
-      for (const FrontierPoint& p : slot.result.points) found.push_back(slot.space->cost(p.assignment));
+      found.insert(found.end(), slot.costs.begin(), slot.costs.end());
     }
     done += size;
   }
@@ -427,7 +430,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     }
     out.peak_bytes = std::max(out.peak_bytes, slot.result.stats.peak_bytes);
     const int index = static_cast<int>(out.spaces.size());
-    for (FrontierPoint& p : slot.result.points) all.push_back({slot.space->cost(p.assignment), index, std::move(p.assignment)});
+    for (size_t k = 0; k < slot.result.points.size(); ++k)
+      all.push_back({slot.costs[k], index, std::move(slot.result.points[k].assignment)});
     out.spaces.push_back(std::move(slot.space));
     out.meshes.push_back(std::move(slot.stats));
   }
