@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <ostream>
@@ -31,6 +32,19 @@ void write_text(const std::string& path, const std::string& text, std::ostream& 
   std::ofstream f(path, std::ios::binary);
   f << text << "\n";
   if (!f.flush()) throw InputError("cannot write '" + path + "'");
+}
+
+// Refuses an output file that cannot be written before any planning, which can take minutes.
+// Leaves an existing file as it is and removes one it had to create.
+void check_writable(const std::optional<std::string>& path, const std::string& flag) {
+  if (!path || *path == "-") return;
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(*path, ec);
+  {
+    std::ofstream f(*path, std::ios::binary | std::ios::app);
+    if (!f) throw InputError(flag + ": cannot write '" + *path + "'");
+  }
+  if (!existed) std::filesystem::remove(*path, ec);
 }
 
 std::string mesh_shape(const DeviceMesh& m) {
@@ -157,6 +171,9 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     budget_why = bytes_human(settings.cluster.gpu.memory_bytes) + " of GPU memory less a " +
                  bytes_human(settings.cluster.memory_reserve_bytes) + " reserve for the CUDA context, NCCL and allocator slack";
   }
+  check_writable(args.json, "--json");
+  check_writable(args.plot, "--plot");
+  check_writable(args.dump_space, "--dump-space");
   ImportOptions io;
   io.batch = settings.batch;
   Graph graph = import_onnx_file(args.model, io);
@@ -208,7 +225,15 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
     plans.push_back(std::move(gp));
   }
-  if (args.json) write_text(*args.json, plan_json(settings, graph, plans), out);
+  if (args.json) {
+    if (*args.json == "-") {
+      write_plan_json(out, settings, graph, plans);
+    } else {
+      std::ofstream f(*args.json, std::ios::binary);
+      if (f) write_plan_json(f, settings, graph, plans);
+      if (!f.flush()) throw InputError("cannot write '" + *args.json + "'");
+    }
+  }
   if (args.plot) {
     PlotSpec spec;
     spec.title = args.model + ", batch " + std::to_string(settings.batch) + ", " + settings.cluster.name;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,8 @@ struct GpuPlan {
 // "0123456789abcdef": 64-bit FNV-1a of the file's bytes. Throws InputError if unreadable.
 std::string file_hash(const std::string& path);
 
-std::string plan_json(const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans);
+// The plan file (docs/plan-format.md), written to `os` piece by piece as it is made.
+void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans);
 // Every variable and its configurations, per candidate mesh (`plan --dump-space`).
 std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus);
 

@@ -255,6 +255,20 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       problem_.node_cost[i].push_back({b.time(), b.memory()});
     }
   }
+  // Every link's transitions first, so link_terms() reads them by index, while building and after.
+  comm_link_.resize(links_.size());
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    const int ku = static_cast<int>(vars_[static_cast<size_t>(l.from)].configs.size());
+    const int kv = static_cast<int>(vars_[static_cast<size_t>(l.to)].configs.size());
+    comm_link_[e].reserve(static_cast<size_t>(ku) * static_cast<size_t>(kv));
+    for (int a = 0; a < ku; ++a)
+      for (int b = 0; b < kv; ++b) {
+        const Layout& lf = from_layout(l, a);
+        const Layout& lt = to_layout(l, b);
+        comm_link_[e].push_back(lf == lt ? -1 : transition_index(l.tensor, lf, lt, l.gradient));
+      }
+  }
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
     Problem::Edge edge;
@@ -271,6 +285,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     problem_.edges.push_back(std::move(edge));
   }
   building_ = false;
+  comm_cache_ = {};
   validate(problem_);
 }
 
@@ -303,7 +318,8 @@ bool StrategySpace::recomputes(int var, int config) const {
   return v.kind == VarKind::Op && v.configs[static_cast<size_t>(config)].recompute;
 }
 
-StrategySpace::CommCost StrategySpace::transition(int tensor, const Layout& from, const Layout& to, bool gradient) const {
+int32_t StrategySpace::transition_index(int tensor, const Layout& from, const Layout& to, bool gradient) const {
+  TO_CHECK(building_);
   const Tensor& t = graph_->tensors[static_cast<size_t>(tensor)];
   int eb = options_.training.element_bytes(t);
   std::string key = shape_str(t.shape) + ":" + std::to_string(eb) + from.str() + to.str() + (gradient ? "g" : "");
@@ -316,8 +332,14 @@ StrategySpace::CommCost StrategySpace::transition(int tensor, const Layout& from
     for (const Step& s : backward_plan(plan, mesh_).steps)
       if (is_collective(s.kind)) c.backward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
   }
-  if (building_) comm_cache_.emplace(std::move(key), c);
-  return c;
+  const int32_t index = static_cast<int32_t>(comm_values_.size());
+  comm_values_.push_back(c);
+  comm_cache_.emplace(std::move(key), index);
+  return index;
+}
+
+StrategySpace::CommCost StrategySpace::transition(int tensor, const Layout& from, const Layout& to, bool gradient) const {
+  return comm_values_[static_cast<size_t>(transition_index(tensor, from, to, gradient))];
 }
 
 void StrategySpace::add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const {
@@ -471,10 +493,12 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
   Breakdown b;
-  bool same = lf == lt;
+  const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
+  const int32_t ci = comm_link_[static_cast<size_t>(link)][static_cast<size_t>(from_config) * kv + static_cast<size_t>(to_config)];
+  const bool same = ci < 0;  // the two layouts are equal
   CommCost comm;
   if (!same) {
-    comm = transition(l.tensor, lf, lt, l.gradient);
+    comm = comm_values_[static_cast<size_t>(ci)];
     add_comm(b, Purpose::Forward, comm.forward);
     add_comm(b, Purpose::Backward, comm.backward);
   }

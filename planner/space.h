@@ -47,6 +47,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -161,8 +162,10 @@ class StrategySpace {
   bool recomputes(int var, int config) const;
   int64_t local_bytes(int tensor, const Layout& layout) const;
   double op_workspace(size_t var, int config) const;  // one op variable's backward transient
-  // Forward and backward time per collective kind of one layout transition (memoised while
-  // building: layers repeat, and so do their transitions).
+  // Forward and backward time per collective kind of one layout transition, while building:
+  // transition_index() is its place in comm_values_, each distinct transition costed once (layers
+  // repeat, and so do their transitions).
+  int32_t transition_index(int tensor, const Layout& from, const Layout& to, bool gradient) const;
   CommCost transition(int tensor, const Layout& from, const Layout& to, bool gradient) const;
   void add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const;
   void add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const;
@@ -188,7 +191,10 @@ class StrategySpace {
   std::unordered_map<std::string, int> by_name_;
   Problem problem_;
   bool building_ = false;
-  mutable std::unordered_map<std::string, CommCost> comm_cache_;  // written only while building
+  mutable std::vector<CommCost> comm_values_;                    // written only while building
+  mutable std::unordered_map<std::string, int32_t> comm_cache_;  // key -> comm_values_; building only
+  // [link][from config * K_to + to config]: index into comm_values_, -1 when the layouts are equal
+  std::vector<std::vector<int32_t>> comm_link_;
 };
 
 }  // namespace tensoropt::planner

@@ -207,6 +207,10 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --epsilon -1"), "--epsilon");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
   check_refused(run("plan " + m + " --batch 8"), "--gpus");
+  // Output files that cannot be written are refused before planning.
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --json /nonexistent-dir/plan.json"), "--json");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --plot /nonexistent-dir/plan.svg"), "--plot");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --dump-space /nonexistent-dir/space.json"), "--dump-space");
 }
 
 TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which thins it") {
