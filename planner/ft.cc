@@ -2,10 +2,8 @@
 #include "planner/ft.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
-#include <exception>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -16,6 +14,7 @@
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
 #include "planner/ft_step.h"
+#include "planner/parallel.h"
 #include "planner/provenance.h"
 
 namespace tensoropt::planner {
@@ -322,10 +321,10 @@ class Eliminator {
     for (size_t first = 0; first < entries; first += batch) {
       const size_t last = std::min(entries, first + batch);
       const size_t blocks = (last - first + block - 1) / block;
-      run_blocks(threads, blocks, [&](size_t b) {
+      parallel_for(blocks, [&](size_t b) {
         const size_t begin = first + b * block;
         compute_block(st, begin, std::min(last, begin + block), results[b], ends[b]);
-      });
+      }, threads);
       size_t needed = out.points.size();
       for (size_t b = 0; b < blocks; ++b) needed += results[b].size();
       if (needed > out.points.capacity()) out.points.reserve(std::max(needed, 2 * out.points.capacity()));
@@ -349,28 +348,6 @@ class Eliminator {
 
   static constexpr int64_t kParallelWork = 200'000;
 
-  template <class Fn>
-  static void run_blocks(size_t threads, size_t blocks, const Fn& fn) {
-    if (threads <= 1 || blocks <= 1) {
-      for (size_t b = 0; b < blocks; ++b) fn(b);
-      return;
-    }
-    std::atomic<size_t> next{0};
-    std::exception_ptr error;
-    std::atomic<bool> failed{false};
-    const auto work = [&] {
-      try {
-        for (size_t b; !failed && (b = next.fetch_add(1)) < blocks;) fn(b);
-      } catch (...) {
-        if (!failed.exchange(true)) error = std::current_exception();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-    work();
-    for (std::thread& t : pool) t.join();
-    if (error) std::rethrow_exception(error);
-  }
 
   // One block of entries [begin, end): for each, the kept sums (out) and where they end (ends).
   // Configuration k is left out first when another one, k', covers both its prefix and its last

@@ -1,11 +1,9 @@
 #include "planner/plan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <iterator>
 #include <limits>
 #include <mutex>
@@ -17,6 +15,7 @@
 #include "planner/baselines.h"
 #include "planner/elimination_order.h"
 #include "planner/ft_bounds.h"
+#include "planner/parallel.h"
 
 namespace tensoropt::planner {
 
@@ -243,36 +242,6 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 }
 
 namespace {
-
-// Calls fn(i) for every i < n on up to one thread per hardware thread. The first exception is
-// rethrown once all have stopped.
-template <class Fn>
-void parallel_for(size_t n, const Fn& fn) {
-  const size_t hardware = std::max(1u, std::thread::hardware_concurrency());
-  const size_t workers = std::min(n, hardware);
-  if (workers <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_lock;
-  const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        fn(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> hold(error_lock);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
 
 // A few strategies of `problem` that are optimal for weighted sums of time and memory (the
 // frontier's convex hull, coarsely). hull_ends: the fastest and the smallest, and the exchange

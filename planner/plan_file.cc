@@ -9,6 +9,7 @@
 
 #include "graph/error.h"
 #include "graph/summary.h"
+#include "planner/parallel.h"
 #include "planner/strategy_summary.h"
 
 namespace tensoropt::planner {
@@ -222,11 +223,22 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
       out += ",\n";
     }
     out += "   \"points\": [";
-    for (size_t k = 0; k < f.points.size(); ++k) {
-      const PlanPoint& p = f.points[k];
-      out += k ? ",\n    " : "\n    ";
-      write_pretty(out, point_json(*f.spaces[static_cast<size_t>(p.mesh)], p.mesh, p.assignment, p.cost, settings.batch), 4);
-      flush(size_t{1} << 20);
+    // Points are formatted (summary, breakdown, JSON) in batches on every hardware thread, then
+    // written in order.
+    constexpr size_t kBatch = 256;
+    std::vector<std::string> formatted(kBatch);
+    for (size_t first = 0; first < f.points.size(); first += kBatch) {
+      const size_t n = std::min(kBatch, f.points.size() - first);
+      parallel_for(n, [&](size_t i) {
+        const PlanPoint& p = f.points[first + i];
+        formatted[i].clear();
+        write_pretty(formatted[i], point_json(*f.spaces[static_cast<size_t>(p.mesh)], p.mesh, p.assignment, p.cost, settings.batch), 4);
+      });
+      for (size_t i = 0; i < n; ++i) {
+        out += first + i ? ",\n    " : "\n    ";
+        out += formatted[i];
+        flush(size_t{1} << 20);
+      }
     }
     out += f.points.empty() ? "],\n" : "\n   ],\n";
     ordered_json tail;

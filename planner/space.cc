@@ -487,12 +487,17 @@ Breakdown StrategySpace::variable_terms(int var, int config) const {
 }
 
 Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) const {
+  Breakdown b;
+  add_link_terms(b, link, from_config, to_config);
+  return b;
+}
+
+void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int to_config) const {
   const Link& l = links_.at(static_cast<size_t>(link));
   const Layout& lf = from_layout(l, from_config);
   const Layout& lt = to_layout(l, to_config);
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
-  Breakdown b;
   const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
   const int32_t ci = comm_link_[static_cast<size_t>(link)][static_cast<size_t>(from_config) * kv + static_cast<size_t>(to_config)];
   const bool same = ci < 0;  // the two layouts are equal
@@ -522,7 +527,6 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
   } else {  // input or tensor variable -> reader
     if (to_needs && !same) b[Term::Activations] += bytes(lt);
   }
-  return b;
 }
 
 double StrategySpace::op_workspace(size_t var, int config) const {
@@ -564,10 +568,10 @@ double StrategySpace::workspace_floor() const {
 Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
   Breakdown b;
-  for (size_t i = 0; i < vars_.size(); ++i) b += variable_terms(static_cast<int>(i), assignment[i]);
+  for (size_t i = 0; i < vars_.size(); ++i) b += var_terms_[i][static_cast<size_t>(assignment[i])];
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
-    b += link_terms(static_cast<int>(e), assignment[static_cast<size_t>(l.from)], assignment[static_cast<size_t>(l.to)]);
+    add_link_terms(b, static_cast<int>(e), assignment[static_cast<size_t>(l.from)], assignment[static_cast<size_t>(l.to)]);
   }
   b[Term::Workspace] = workspace(assignment);
   return b;

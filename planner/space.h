@@ -160,6 +160,7 @@ class StrategySpace {
   const Layout& from_layout(const Link& l, int config) const;
   const Layout& to_layout(const Link& l, int config) const;
   bool recomputes(int var, int config) const;
+  void add_link_terms(Breakdown& b, int link, int from_config, int to_config) const;  // b += link_terms()
   int64_t local_bytes(int tensor, const Layout& layout) const;
   double op_workspace(size_t var, int config) const;  // one op variable's backward transient
   // Forward and backward time per collective kind of one layout transition, while building:
