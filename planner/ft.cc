@@ -31,14 +31,19 @@ class Eliminator {
   }
 
   FtResult run() {
-    const EliminationOrder order = greedy_elimination_order(problem_);
+    const std::shared_ptr<const EliminationOrder> given = options_.order;
+    const EliminationOrder order = given ? *given : greedy_elimination_order(problem_);
+    if (given && order.order.size() != static_cast<size_t>(problem_.num_nodes())) {
+      throw std::invalid_argument("FT: the elimination order given has " + std::to_string(order.order.size()) +
+                                  " steps for " + std::to_string(problem_.num_nodes()) + " nodes");
+    }
     stats_.width = order.width;
     stats_.depth = order.depth;
     if (options_.epsilon > 0 && order.depth > 0) {
       delta_ = std::pow(1 + options_.epsilon, 1.0 / order.depth) - 1;
     }
     stats_.delta = delta_;
-    if (!options_.known.empty()) known_ = std::make_unique<KnownCosts>(problem_, order, options_.known, options_.epsilon);
+    if (!options_.known.empty()) known_ = std::make_unique<KnownCosts>(problem_, order, options_.known, options_.epsilon, options_.bounds);
     add_initial_factors();
     for (size_t step = 0; step < order.order.size(); ++step) {
       step_ = step;
@@ -124,10 +129,21 @@ class Eliminator {
     st.kx = static_cast<size_t>(problem_.num_configs(x));
     st.scope = scope;
     std::vector<int> consumed;
+    std::vector<int> held;  // the consumed factors' scopes less x: must be the order's scope
+    if (x < 0 || x >= problem_.num_nodes()) throw std::invalid_argument("FT: elimination order names node " + std::to_string(x));
     for (int id : by_node_[static_cast<size_t>(x)]) {
-      if (factors_[static_cast<size_t>(id)].live) consumed.push_back(id);
+      const Factor& f = factors_[static_cast<size_t>(id)];
+      if (!f.live) continue;
+      consumed.push_back(id);
+      for (int v : f.scope)
+        if (v != x) held.push_back(v);
     }
-    TO_CHECK(!consumed.empty());
+    std::sort(held.begin(), held.end());
+    held.erase(std::unique(held.begin(), held.end()), held.end());
+    if (consumed.empty() || held != scope) {
+      throw std::invalid_argument("FT: the elimination order does not eliminate this problem (step " + std::to_string(step_) +
+                                  ", node " + std::to_string(x) + ")");
+    }
     // Smallest frontiers first: the prefix folds shared between entries stay small and the big
     // factor is the last cell, whose sums union_of_sums visits lazily.
     std::stable_sort(consumed.begin(), consumed.end(), [&](int a, int b) {
@@ -435,17 +451,18 @@ class Eliminator {
 
     // Rebuild every assignment and cost it by evaluate()'s sum, then re-establish the invariant
     // on those costs (the elimination adds in another order; with integral costs nothing changes).
+    // Points are independent (the arena is only read): rebuilt on every thread.
     const size_t n = static_cast<size_t>(problem_.num_nodes());
-    std::vector<std::vector<int>> assignments;
-    std::vector<Frontier::Point> costed;
-    for (const Frontier::Point& p : total.points()) {
+    const std::vector<Frontier::Point>& points = total.points();
+    std::vector<std::vector<int>> assignments(points.size());
+    std::vector<Frontier::Point> costed(points.size());
+    parallel_for(points.size(), [&](size_t k) {
       std::vector<int> a(n, -1);
-      arena_.rebuild(p.handle, a);
-      for (int k : a) TO_CHECK(k >= 0);
-      costed.push_back({detail::evaluate_unchecked(problem_, a),
-                        static_cast<Handle>(assignments.size())});
-      assignments.push_back(std::move(a));
-    }
+      arena_.rebuild(points[k].handle, a);
+      for (int c : a) TO_CHECK(c >= 0);
+      costed[k] = {detail::evaluate_unchecked(problem_, a), static_cast<Handle>(k)};
+      assignments[k] = std::move(a);
+    }, static_cast<size_t>(threads_));
     FtResult result;
     const Frontier final_frontier = Frontier::from_points(std::move(costed));
     for (const Frontier::Point& p : final_frontier.points()) {

@@ -62,10 +62,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "planner/elimination_order.h"
 #include "planner/frontier.h"
+#include "planner/ft_bounds.h"
 #include "planner/problem.h"
 
 namespace tensoropt::planner {
@@ -93,6 +96,13 @@ struct FtOptions {
   // other Problems' whose frontiers are merged with this one, in the same cost space). See
   // "Known strategies" above. Empty: nothing is left out on their account.
   std::vector<Cost> known;
+  // The elimination order, and with known costs its outside bounds, when the caller has them
+  // (plan computes both while it builds the strategy spaces, in parallel). Null: FT computes
+  // greedy_elimination_order(problem) and outside_bounds(problem, order) itself. REQUIRES: order
+  // is an elimination order of this Problem and bounds == outside_bounds(problem, *order); FT
+  // checks every step's scope and the bounds' shape, and throws std::invalid_argument otherwise.
+  std::shared_ptr<const EliminationOrder> order;
+  std::shared_ptr<const OutsideBounds> bounds;
 };
 
 struct FrontierPoint {

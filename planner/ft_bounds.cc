@@ -254,8 +254,14 @@ OutsideBounds outside_bounds(const Problem& problem, const EliminationOrder& ord
 }
 
 KnownCosts::KnownCosts(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known,
-                       double epsilon)
-    : bounds_(outside_bounds(problem, order)) {
+                       double epsilon, std::shared_ptr<const OutsideBounds> bounds)
+    : bounds_(bounds ? std::move(bounds) : std::make_shared<const OutsideBounds>(outside_bounds(problem, order))) {
+  if (bounds_->step.size() != order.order.size()) throw std::invalid_argument("FT: outside bounds of another elimination order");
+  for (size_t s = 0; s < order.order.size(); ++s) {
+    size_t entries = 1;
+    for (int v : order.scopes[s]) entries *= static_cast<size_t>(problem.num_configs(v));
+    if (bounds_->step[s].size() != entries) throw std::invalid_argument("FT: outside bounds of another elimination order");
+  }
   std::vector<Frontier::Point> scaled;
   for (Cost c : known) {
     if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {

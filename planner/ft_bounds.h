@@ -30,6 +30,7 @@
 // finite and non-negative, not both zero.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "planner/elimination_order.h"
@@ -45,17 +46,19 @@ struct OutsideBounds {
 
 class KnownCosts {
  public:
-  // Throws std::invalid_argument when a known cost is negative or not finite.
-  KnownCosts(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known, double epsilon);
+  // Throws std::invalid_argument when a known cost is negative or not finite. `bounds` must be
+  // outside_bounds(problem, order); null: computed here.
+  KnownCosts(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known, double epsilon,
+             std::shared_ptr<const OutsideBounds> bounds = nullptr);
   [[nodiscard]] bool beat(Cost c) const;
   [[nodiscard]] bool beat_every_completion(Cost q, size_t step, size_t entry) const {
-    return beat(q + bounds_.step[step][entry]);
+    return beat(q + bounds_->step[step][entry]);
   }
 
  private:
   static constexpr double kMargin = 1e-9;
   std::vector<Cost> staircase_;  // time ascending, memory descending
-  OutsideBounds bounds_;
+  std::shared_ptr<const OutsideBounds> bounds_;
   bool integral_memory_ = true;
 };
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iterator>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <stdexcept>
@@ -285,7 +286,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // Every mesh's space, and a few strategies of each on its frontier's convex hull.
   struct Slot {
     std::unique_ptr<StrategySpace> space;
-    EliminationOrder order;  // of the space's Problem, for its hull strategies
+    std::shared_ptr<const EliminationOrder> order;  // of the space's Problem: for FT and the hull strategies
+    std::shared_ptr<const OutsideBounds> bounds;     // outside_bounds() in that order, when exact
     bool exact = false;      // tractable(): hull strategies are only sought where FT is exact
     Hull hull;
     MeshStats stats;
@@ -300,9 +302,13 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   parallel_for(meshes.size(), [&](size_t i) {
     Slot& slot = slots[i];
     slot.space = std::make_unique<StrategySpace>(graph, meshes[i], compute, options.space);
-    slot.order = greedy_elimination_order(slot.space->problem());
-    slot.exact = tractable(slot.space->problem(), slot.order);
-    if (slot.exact) slot.hull = hull_ends(slot.space->problem(), slot.order);
+    const Problem& problem = slot.space->problem();
+    slot.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(problem));
+    slot.exact = tractable(problem, *slot.order);
+    if (slot.exact) {
+      slot.hull = hull_ends(problem, *slot.order);
+      slot.bounds = std::make_shared<const OutsideBounds>(outside_bounds(problem, *slot.order));
+    }
   });
 
   // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
@@ -320,6 +326,23 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // The first (most promising) mesh alone, with all threads; then the others in waves of one per
   // hardware thread, each knowing the frontiers of the waves before it (so what a mesh leaves out
   // does not depend on timing).
+  // A tractable space is solved as built, in the order and with the bounds computed with it; else,
+  // or when a factor would pass max_factor_points, by the wide-region fallback.
+  const auto solve_mesh = [](const Slot& slot, FtOptions ft, std::string& approximation) {
+    if (slot.exact) {
+      ft.order = slot.order;
+      ft.bounds = slot.bounds;
+      try {
+        return solve_ft(slot.space->problem(), ft);
+      } catch (const FtMemoryLimit&) {
+        throw;
+      } catch (const std::length_error&) {
+      }
+    }
+    ft.order = nullptr;
+    ft.bounds = nullptr;
+    return solve_with_fallback(*slot.space, {}, ft, approximation);
+  };
   std::mutex progress_lock;
   const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads, int64_t max_bytes) {
     Slot& slot = slots[i];
@@ -335,7 +358,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ft.max_bytes = max_bytes;
     ft.threads = threads;
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
-    if (i == solve_order.front() && slot.exact) hull_fill(space.problem(), slot.order, slot.hull);
+    if (i == solve_order.front() && slot.exact) hull_fill(space.problem(), *slot.order, slot.hull);
     ft.known = slot.hull.costs;
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
@@ -351,12 +374,12 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     }
     try {
       try {
-        slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+        slot.result = solve_mesh(slot, ft, ms.approximation);
       } catch (const FtMemoryLimit&) {
         if (ft.epsilon > 0) throw;
         // An exact frontier this big has its points microseconds apart: thin it, and say so.
         ft.epsilon = kFallbackEpsilon;
-        slot.result = solve_with_fallback(space, {}, ft, ms.approximation);
+        slot.result = solve_mesh(slot, ft, ms.approximation);
         ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
                            " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
                            (ms.approximation.empty() ? "" : "; " + ms.approximation);

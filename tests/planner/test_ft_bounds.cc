@@ -252,3 +252,48 @@ TEST_CASE("ft: known costs must be finite and non-negative") {
 }
 
 }  // namespace tensoropt::planner
+
+namespace tensoropt::planner {
+namespace {
+using namespace test;
+
+TEST_CASE("ft: an elimination order and outside bounds given by the caller give the same result; wrong ones are refused") {
+  Rng rng(4242);
+  for (int round = 0; round < 10; ++round) {
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
+      const Problem p = random_problem(static_cast<Shape>(s), rng.in(3, 9), 4, 20, 1, rng);
+      CAPTURE(shape_name(static_cast<Shape>(s)));
+      FtOptions own;
+      for (int i = 0; i < 3; ++i) own.known.push_back(evaluate(p, random_assignment(p, rng)));
+      FtOptions given = own;
+      given.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(p));
+      given.bounds = std::make_shared<const OutsideBounds>(outside_bounds(p, *given.order));
+      CHECK(render(solve_ft(p, given), true) == render(solve_ft(p, own), true));
+    }
+  }
+  // A chain 0-1-2-3: eliminating 1 first has scope {0, 2}, not {0}.
+  const Problem chain = random_problem(Shape::kChain, 4, 3, 20, 1, rng);
+  EliminationOrder wrong = greedy_elimination_order(chain);
+  wrong.order = {1, 0, 2, 3};
+  wrong.scopes = {{0}, {2}, {3}, {}};
+  FtOptions bad;
+  bad.order = std::make_shared<const EliminationOrder>(wrong);
+  CHECK_THROWS_AS((void)solve_ft(chain, bad), std::invalid_argument);
+  FtOptions short_order;
+  EliminationOrder half = greedy_elimination_order(chain);
+  half.order.pop_back();
+  half.scopes.pop_back();
+  short_order.order = std::make_shared<const EliminationOrder>(half);
+  CHECK_THROWS_AS((void)solve_ft(chain, short_order), std::invalid_argument);
+  // Bounds of another order (one step short) are refused too.
+  FtOptions mismatched;
+  mismatched.known = {evaluate(chain, random_assignment(chain, rng))};
+  mismatched.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(chain));
+  OutsideBounds b = outside_bounds(chain, *mismatched.order);
+  b.step.pop_back();
+  mismatched.bounds = std::make_shared<const OutsideBounds>(b);
+  CHECK_THROWS_AS((void)solve_ft(chain, mismatched), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tensoropt::planner
