@@ -229,9 +229,24 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     if (*args.json == "-") {
       write_plan_json(out, settings, graph, plans);
     } else {
-      std::ofstream f(*args.json, std::ios::binary);
-      if (f) write_plan_json(f, settings, graph, plans);
-      if (!f.flush()) throw InputError("cannot write '" + *args.json + "'");
+      // Written next to the target and renamed over it when complete: a failure part way leaves
+      // any earlier plan file as it was, not half a JSON file.
+      const std::string part = *args.json + ".part";
+      try {
+        std::ofstream f(part, std::ios::binary);
+        if (f) write_plan_json(f, settings, graph, plans);
+        if (!f.flush()) throw InputError("--json: cannot write '" + part + "'");
+        f.close();
+        std::filesystem::rename(part, *args.json);
+      } catch (const std::filesystem::filesystem_error& e) {
+        std::error_code ignored;
+        std::filesystem::remove(part, ignored);
+        throw InputError("--json: cannot write '" + *args.json + "': " + e.code().message());
+      } catch (...) {
+        std::error_code ignored;
+        std::filesystem::remove(part, ignored);
+        throw;
+      }
     }
   }
   if (args.plot) {

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 namespace tensoropt::planner {
@@ -156,6 +158,42 @@ EliminationOrder greedy_elimination_order(const Problem& problem) {
         score[static_cast<size_t>(a)] = score_of(adj, log_k, folds, a);
         dirty[static_cast<size_t>(a)] = false;
       }
+    }
+  }
+  return out;
+}
+
+EliminationOrder elimination_order_of(const Problem& problem, const std::vector<int>& order) {
+  const int n = problem.num_nodes();
+  const size_t un = static_cast<size_t>(n);
+  if (order.size() != un) {
+    throw std::invalid_argument("elimination order: " + std::to_string(order.size()) + " steps for " +
+                                std::to_string(n) + " nodes");
+  }
+  std::vector<std::vector<int>> adj(un);
+  for (const Problem::Edge& e : problem.edges) {
+    connect(adj, e.u, e.v);
+    connect(adj, e.v, e.u);
+  }
+  std::vector<bool> done(un, false);
+  std::vector<int> level(un, 0);
+  EliminationOrder out;
+  out.order = order;
+  for (int x : order) {
+    if (x < 0 || x >= n || done[static_cast<size_t>(x)]) {
+      throw std::invalid_argument("elimination order: node " + std::to_string(x) + " is not a node left to eliminate");
+    }
+    done[static_cast<size_t>(x)] = true;
+    const std::vector<int> nb = adj[static_cast<size_t>(x)];
+    out.scopes.push_back(nb);
+    out.width = std::max(out.width, static_cast<int>(nb.size()));
+    const int lx = ++level[static_cast<size_t>(x)];
+    out.depth = std::max(out.depth, lx);
+    for (int a : nb) {
+      level[static_cast<size_t>(a)] = std::max(level[static_cast<size_t>(a)], lx);
+      disconnect(adj, a, x);
+      for (int b : nb)
+        if (a != b) connect(adj, a, b);
     }
   }
   return out;

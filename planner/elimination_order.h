@@ -37,4 +37,9 @@ struct EliminationOrder {
 
 [[nodiscard]] EliminationOrder greedy_elimination_order(const Problem& problem);
 
+// The scopes, width and depth of eliminating `problem` in `order`, as greedy_elimination_order
+// reports them for its own order. Throws std::invalid_argument unless `order` is a permutation of
+// the problem's nodes.
+[[nodiscard]] EliminationOrder elimination_order_of(const Problem& problem, const std::vector<int>& order);
+
 }  // namespace tensoropt::planner

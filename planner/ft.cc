@@ -31,11 +31,12 @@ class Eliminator {
   }
 
   FtResult run() {
-    const std::shared_ptr<const EliminationOrder> given = options_.order;
-    const EliminationOrder order = given ? *given : greedy_elimination_order(problem_);
-    if (given && order.order.size() != static_cast<size_t>(problem_.num_nodes())) {
-      throw std::invalid_argument("FT: the elimination order given has " + std::to_string(order.order.size()) +
-                                  " steps for " + std::to_string(problem_.num_nodes()) + " nodes");
+    // A given order's scopes, width and depth are recomputed from its sequence of nodes (cheap
+    // beside choosing it), so neither the factors nor the epsilon guarantee rest on them.
+    const EliminationOrder order = options_.order ? elimination_order_of(problem_, options_.order->order)
+                                                  : greedy_elimination_order(problem_);
+    if (options_.order && order.scopes != options_.order->scopes) {
+      throw std::invalid_argument("FT: the elimination order given does not have this problem's scopes");
     }
     stats_.width = order.width;
     stats_.depth = order.depth;
@@ -129,8 +130,7 @@ class Eliminator {
     st.kx = static_cast<size_t>(problem_.num_configs(x));
     st.scope = scope;
     std::vector<int> consumed;
-    std::vector<int> held;  // the consumed factors' scopes less x: must be the order's scope
-    if (x < 0 || x >= problem_.num_nodes()) throw std::invalid_argument("FT: elimination order names node " + std::to_string(x));
+    std::vector<int> held;  // the consumed factors' scopes less x: the order's scope
     for (int id : by_node_[static_cast<size_t>(x)]) {
       const Factor& f = factors_[static_cast<size_t>(id)];
       if (!f.live) continue;
@@ -140,10 +140,7 @@ class Eliminator {
     }
     std::sort(held.begin(), held.end());
     held.erase(std::unique(held.begin(), held.end()), held.end());
-    if (consumed.empty() || held != scope) {
-      throw std::invalid_argument("FT: the elimination order does not eliminate this problem (step " + std::to_string(step_) +
-                                  ", node " + std::to_string(x) + ")");
-    }
+    TO_CHECK(!consumed.empty() && held == scope);
     // Smallest frontiers first: the prefix folds shared between entries stay small and the big
     // factor is the last cell, whose sums union_of_sums visits lazily.
     std::stable_sort(consumed.begin(), consumed.end(), [&](int a, int b) {
@@ -363,6 +360,7 @@ class Eliminator {
   }
 
   static constexpr int64_t kParallelWork = 200'000;
+  static constexpr size_t kParallelRebuild = 1'000'000;  // points x nodes worth threads at the end
 
 
   // One block of entries [begin, end): for each, the kept sums (out) and where they end (ends).
@@ -462,7 +460,7 @@ class Eliminator {
       for (int c : a) TO_CHECK(c >= 0);
       costed[k] = {detail::evaluate_unchecked(problem_, a), static_cast<Handle>(k)};
       assignments[k] = std::move(a);
-    }, static_cast<size_t>(threads_));
+    }, points.size() * n >= kParallelRebuild ? static_cast<size_t>(threads_) : 1);
     FtResult result;
     const Frontier final_frontier = Frontier::from_points(std::move(costed));
     for (const Frontier::Point& p : final_frontier.points()) {

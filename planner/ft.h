@@ -5,7 +5,7 @@
 // one per node and one per edge. Eliminating node x takes every factor whose scope holds x, for
 // each configuration of x Minkowski-sums their frontiers, takes the Pareto union over x's
 // configurations, and leaves one factor over x's neighbours. Nodes go in the order of
-// greedy_elimination_order (planner/elimination_order.h). Each point's handle points into a
+// greedy_elimination_order (planner/elimination_order.h), or options.order's. Each point's handle points into a
 // provenance arena (planner/provenance.h) that rebuilds its full assignment at the end.
 // Work is about (number of entries of each built factor) x K_x x (frontier sum cost): O(n K^2)
 // factor work on a chain or a tree; exponential in the order's width on dense graphs, where
@@ -89,8 +89,8 @@ struct FtOptions {
   int64_t max_factor_points = int64_t{1} << 25;
   // Refuse when the working set (FtProgress::factor_bytes) passes this; 0: no limit.
   int64_t max_bytes = 0;
-  // Threads that build the entries of big factors; 0: one per hardware thread. The result does
-  // not depend on it.
+  // Threads that build the entries of big factors and rebuild a big result's strategies; 0: one
+  // per hardware thread. The result does not depend on it.
   int threads = 0;
   // Costs of strategies known to exist (evaluate()d costs of this Problem's strategies, or of
   // other Problems' whose frontiers are merged with this one, in the same cost space). See
@@ -98,9 +98,11 @@ struct FtOptions {
   std::vector<Cost> known;
   // The elimination order, and with known costs its outside bounds, when the caller has them
   // (plan computes both while it builds the strategy spaces, in parallel). Null: FT computes
-  // greedy_elimination_order(problem) and outside_bounds(problem, order) itself. REQUIRES: order
-  // is an elimination order of this Problem and bounds == outside_bounds(problem, *order); FT
-  // checks every step's scope and the bounds' shape, and throws std::invalid_argument otherwise.
+  // greedy_elimination_order(problem) and outside_bounds(problem, order) itself. FT recomputes the
+  // order's scopes, width and depth from its sequence of nodes (elimination_order_of) and throws
+  // std::invalid_argument when that is not a permutation of the nodes, when the scopes differ, or
+  // when the bounds' shape does not fit the order. REQUIRES: bounds == outside_bounds(problem,
+  // *order) (their values are not checked).
   std::shared_ptr<const EliminationOrder> order;
   std::shared_ptr<const OutsideBounds> bounds;
 };

@@ -12,7 +12,7 @@
 // each knowing the frontier points of the waves before it (full costs less its workspace floor),
 // so FT leaves out what those strictly dominate (ft.h "Known strategies"): the merged frontier is
 // the one the meshes' complete frontiers give, and does not depend on the number of threads.
-// Points. Each FT point's assignment is re-costed with StrategySpace::cost (the Problem's sum plus
+// Points. Each FT point is costed as StrategySpace::cost would (FT's sum of the Problem's costs plus
 // the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
 // memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
 // Wide regions. Densely connected graphs (DenseNet's concatenations: every layer's output read by

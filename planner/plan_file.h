@@ -9,7 +9,8 @@
 // A strategy file names one configuration per variable:
 //   {"format": "tensoropt-strategy", "version": 1, "mesh": [2, 4], "configs": {"op:/h.0/MatMul": "b:S0 n:S1", ...}}
 // Errors: InputError naming the file and the field for anything unreadable or inconsistent.
-// Thread-safety: pure functions.
+// Thread-safety: safe to call from several threads on different streams; write_plan_json formats
+// points on every hardware thread of its own and leaves the stream's error state to the caller.
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,8 @@
 // every node exactly once. Records live in fixed-size blocks: growing never moves them.
 //
 // Ownership: the arena owns its records; handles are indices valid for the arena's lifetime.
-// Thread-safety: none; one arena per solve. Errors: rebuild() throws std::logic_error on a
+// Thread-safety: one arena per solve; add() is not thread-safe, rebuild() (const) may run on
+// several threads at once while nothing is added. Errors: rebuild() throws std::logic_error on a
 // handle outside the arena or a node assigned twice (an FT bug).
 #pragma once
 

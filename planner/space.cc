@@ -568,7 +568,10 @@ double StrategySpace::workspace_floor() const {
 Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
   Breakdown b;
-  for (size_t i = 0; i < vars_.size(); ++i) b += var_terms_[i][static_cast<size_t>(assignment[i])];
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    TO_CHECK(assignment[i] >= 0 && static_cast<size_t>(assignment[i]) < var_terms_[i].size());
+    b += var_terms_[i][static_cast<size_t>(assignment[i])];
+  }
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
     add_link_terms(b, static_cast<int>(e), assignment[static_cast<size_t>(l.from)], assignment[static_cast<size_t>(l.to)]);

@@ -207,6 +207,14 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --epsilon -1"), "--epsilon");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
   check_refused(run("plan " + m + " --batch 8"), "--gpus");
+  // A run that fails leaves an existing plan file as it was and creates none.
+  const std::string kept = (temp_dir() / "kept.json").string();
+  { std::ofstream(kept) << "keep"; }
+  check_refused(run("plan " + model("missing.onnx") + " --gpus 2 --batch 8 --json " + kept), "missing.onnx");
+  CHECK(slurp(kept) == "keep");
+  const std::string fresh = (temp_dir() / "fresh.json").string();
+  check_refused(run("plan " + model("missing.onnx") + " --gpus 2 --batch 8 --json " + fresh), "missing.onnx");
+  CHECK_FALSE(std::filesystem::exists(fresh));
   // Output files that cannot be written are refused before planning.
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --json /nonexistent-dir/plan.json"), "--json");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --plot /nonexistent-dir/plan.svg"), "--plot");
@@ -215,9 +223,21 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
 
 TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which thins it") {
   const std::string m = model("resnet18.onnx");
-  Result exact = run("plan " + m + " --gpus 8 --batch 64");
+  const std::string plan = (temp_dir() / "big-plan.json").string();
+  Result exact = run("plan " + m + " --gpus 8 --batch 64 --json " + plan);
   REQUIRE(exact.code == 0);
   CHECK(has(exact.out, "note: the exact frontier has "));
+  // Its plan file is formatted in parallel batches of 256 points: in order across the batches.
+  const nlohmann::json j = nlohmann::json::parse(slurp(plan));
+  const auto& written = j.at("frontiers").at(0).at("points");
+  REQUIRE(written.size() > 600);
+  for (size_t k = 1; k < written.size(); ++k) CHECK(written[k - 1].at("time_s").get<double>() < written[k].at("time_s").get<double>());
+  for (size_t k : {size_t{255}, size_t{256}, size_t{511}, size_t{512}, written.size() - 1}) {
+    Result e = run("evaluate " + m + " --strategy " + plan + " --point " + std::to_string(k));
+    CAPTURE(k);
+    CHECK(e.code == 0);
+    CHECK(has(e.out, "matches the plan's cost of this point exactly"));
+  }
   Result thinned = run("plan " + m + " --gpus 8 --batch 64 --epsilon 0.01");
   REQUIRE(thinned.code == 0);
   CHECK_FALSE(has(thinned.out, "note: the exact frontier"));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 
 #include "planner/elimination_order.h"
 #include "tests/planner/random_problems.h"
@@ -97,6 +98,26 @@ TEST_CASE("elimination order: a valid elimination of random graphs of every shap
       check_valid(p, o);
       CHECK(greedy_elimination_order(p).order == o.order);  // deterministic
     }
+  }
+}
+
+TEST_CASE("elimination order: elimination_order_of recomputes the greedy order's scopes, width and depth") {
+  test::Rng rng(7);
+  for (int shape = 0; shape < static_cast<int>(test::Shape::kCount); ++shape) {
+    const Problem p = test::random_problem(static_cast<test::Shape>(shape), rng.in(2, 20), 4, 10, 1, rng);
+    const EliminationOrder greedy = greedy_elimination_order(p);
+    const EliminationOrder again = elimination_order_of(p, greedy.order);
+    CHECK(again.order == greedy.order);
+    CHECK(again.scopes == greedy.scopes);
+    CHECK(again.width == greedy.width);
+    CHECK(again.depth == greedy.depth);
+    std::vector<int> reversed(greedy.order.rbegin(), greedy.order.rend());
+    check_valid(p, elimination_order_of(p, reversed));
+    std::vector<int> repeated = greedy.order;
+    repeated.back() = repeated.front();
+    CHECK_THROWS_AS((void)elimination_order_of(p, repeated), std::invalid_argument);
+    repeated.pop_back();
+    CHECK_THROWS_AS((void)elimination_order_of(p, repeated), std::invalid_argument);
   }
 }
 

@@ -271,6 +271,20 @@ TEST_CASE("ft: an elimination order and outside bounds given by the caller give 
       CHECK(render(solve_ft(p, given), true) == render(solve_ft(p, own), true));
     }
   }
+  // The depth the epsilon guarantee rests on is recomputed, not taken from the caller.
+  {
+    const Problem p = random_problem(Shape::kSkips, 9, 4, 20, 1, rng);
+    FtOptions own;
+    own.epsilon = 0.05;
+    EliminationOrder lying = greedy_elimination_order(p);
+    lying.depth = 1;
+    FtOptions given = own;
+    given.order = std::make_shared<const EliminationOrder>(lying);
+    const FtResult a = solve_ft(p, own);
+    const FtResult b = solve_ft(p, given);
+    CHECK(b.stats.depth == a.stats.depth);
+    CHECK(render(b, true) == render(a, true));
+  }
   // A chain 0-1-2-3: eliminating 1 first has scope {0, 2}, not {0}.
   const Problem chain = random_problem(Shape::kChain, 4, 3, 20, 1, rng);
   EliminationOrder wrong = greedy_elimination_order(chain);
