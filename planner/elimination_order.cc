@@ -96,107 +96,103 @@ Score score_of(const std::vector<std::vector<int>>& adj, const std::vector<doubl
   return s;
 }
 
-}  // namespace
-
-EliminationOrder greedy_elimination_order(const Problem& problem) {
-  const int n = problem.num_nodes();
-  const size_t un = static_cast<size_t>(n);
-  std::vector<std::vector<int>> adj(un);
-  for (const Problem::Edge& e : problem.edges) {
-    connect(adj, e.u, e.v);
-    connect(adj, e.v, e.u);
-  }
-  std::vector<double> log_k(un);
-  for (int v = 0; v < n; ++v) log_k[static_cast<size_t>(v)] = std::log(problem.num_configs(v));
-
-  Folds folds;
-  folds.by_node.resize(un);
-  std::vector<Score> score(un);
-  for (int v = 0; v < n; ++v) score[static_cast<size_t>(v)] = score_of(adj, log_k, folds, v);
-  std::vector<bool> done(un, false);
-  std::vector<int> level(un, 0);   // elimination-tree height below and including each node
-  std::vector<bool> dirty(un, false);
-
+// The interaction graph as elimination goes: adjacency (sorted rows), which nodes are gone, the
+// elimination-tree levels, and the EliminationOrder recorded so far. One bookkeeping for the
+// greedy order and for elimination_order_of.
+struct Elimination {
+  std::vector<std::vector<int>> adj;
+  std::vector<bool> done;
+  std::vector<int> level;  // elimination-tree height below and including each node
   EliminationOrder out;
-  for (int step = 0; step < n; ++step) {
-    int x = -1;
-    for (int v = 0; v < n; ++v) {
-      if (done[static_cast<size_t>(v)]) continue;
-      if (x < 0 || better(score[static_cast<size_t>(v)], score[static_cast<size_t>(x)])) x = v;
+
+  explicit Elimination(const Problem& problem)
+      : adj(static_cast<size_t>(problem.num_nodes())),
+        done(static_cast<size_t>(problem.num_nodes()), false),
+        level(static_cast<size_t>(problem.num_nodes()), 0) {
+    for (const Problem::Edge& e : problem.edges) {
+      connect(adj, e.u, e.v);
+      connect(adj, e.v, e.u);
     }
+  }
+
+  // Eliminates x: records its scope (its neighbours now), width and depth; its neighbours become
+  // a clique. Returns the scope.
+  std::vector<int> take(int x) {
     const std::vector<int> nb = adj[static_cast<size_t>(x)];
-    folds.eliminate(x, nb);
     done[static_cast<size_t>(x)] = true;
     out.order.push_back(x);
     out.scopes.push_back(nb);
     out.width = std::max(out.width, static_cast<int>(nb.size()));
     const int lx = ++level[static_cast<size_t>(x)];
     out.depth = std::max(out.depth, lx);
-    if (!nb.empty()) {
-      // The factor built here is consumed when the first of nb is eliminated; the others are in
-      // that consumer's scope and inherit the level through it, so raising them all is exact.
-      for (int a : nb) level[static_cast<size_t>(a)] = std::max(level[static_cast<size_t>(a)], lx);
-    }
-    for (int a : nb) {
-      disconnect(adj, a, x);
-      for (int b : nb) {
-        if (a != b) connect(adj, a, b);
-      }
-    }
-    for (int a : nb) {
-      dirty[static_cast<size_t>(a)] = true;
-      for (int b : adj[static_cast<size_t>(a)]) dirty[static_cast<size_t>(b)] = true;
-    }
-    for (int a : nb) {
-      for (int b : adj[static_cast<size_t>(a)]) {
-        if (dirty[static_cast<size_t>(b)]) {
-          score[static_cast<size_t>(b)] = score_of(adj, log_k, folds, b);
-          dirty[static_cast<size_t>(b)] = false;
-        }
-      }
-      if (dirty[static_cast<size_t>(a)]) {
-        score[static_cast<size_t>(a)] = score_of(adj, log_k, folds, a);
-        dirty[static_cast<size_t>(a)] = false;
-      }
-    }
-  }
-  return out;
-}
-
-EliminationOrder elimination_order_of(const Problem& problem, const std::vector<int>& order) {
-  const int n = problem.num_nodes();
-  const size_t un = static_cast<size_t>(n);
-  if (order.size() != un) {
-    throw std::invalid_argument("elimination order: " + std::to_string(order.size()) + " steps for " +
-                                std::to_string(n) + " nodes");
-  }
-  std::vector<std::vector<int>> adj(un);
-  for (const Problem::Edge& e : problem.edges) {
-    connect(adj, e.u, e.v);
-    connect(adj, e.v, e.u);
-  }
-  std::vector<bool> done(un, false);
-  std::vector<int> level(un, 0);
-  EliminationOrder out;
-  out.order = order;
-  for (int x : order) {
-    if (x < 0 || x >= n || done[static_cast<size_t>(x)]) {
-      throw std::invalid_argument("elimination order: node " + std::to_string(x) + " is not a node left to eliminate");
-    }
-    done[static_cast<size_t>(x)] = true;
-    const std::vector<int> nb = adj[static_cast<size_t>(x)];
-    out.scopes.push_back(nb);
-    out.width = std::max(out.width, static_cast<int>(nb.size()));
-    const int lx = ++level[static_cast<size_t>(x)];
-    out.depth = std::max(out.depth, lx);
+    // The factor built here is consumed when the first of nb is eliminated; the others are in
+    // that consumer's scope and inherit the level through it, so raising them all is exact.
     for (int a : nb) {
       level[static_cast<size_t>(a)] = std::max(level[static_cast<size_t>(a)], lx);
       disconnect(adj, a, x);
       for (int b : nb)
         if (a != b) connect(adj, a, b);
     }
+    return nb;
   }
-  return out;
+};
+
+}  // namespace
+
+EliminationOrder greedy_elimination_order(const Problem& problem) {
+  const int n = problem.num_nodes();
+  const size_t un = static_cast<size_t>(n);
+  Elimination g(problem);
+  std::vector<double> log_k(un);
+  for (int v = 0; v < n; ++v) log_k[static_cast<size_t>(v)] = std::log(problem.num_configs(v));
+  Folds folds;
+  folds.by_node.resize(un);
+  std::vector<Score> score(un);
+  for (int v = 0; v < n; ++v) score[static_cast<size_t>(v)] = score_of(g.adj, log_k, folds, v);
+  std::vector<bool> dirty(un, false);
+  for (int step = 0; step < n; ++step) {
+    int x = -1;
+    for (int v = 0; v < n; ++v) {
+      if (g.done[static_cast<size_t>(v)]) continue;
+      if (x < 0 || better(score[static_cast<size_t>(v)], score[static_cast<size_t>(x)])) x = v;
+    }
+    folds.eliminate(x, g.adj[static_cast<size_t>(x)]);
+    const std::vector<int> nb = g.take(x);
+    // Scores change for the scope and its neighbours: their fill and what they would consume.
+    for (int a : nb) {
+      dirty[static_cast<size_t>(a)] = true;
+      for (int b : g.adj[static_cast<size_t>(a)]) dirty[static_cast<size_t>(b)] = true;
+    }
+    for (int a : nb) {
+      for (int b : g.adj[static_cast<size_t>(a)]) {
+        if (dirty[static_cast<size_t>(b)]) {
+          score[static_cast<size_t>(b)] = score_of(g.adj, log_k, folds, b);
+          dirty[static_cast<size_t>(b)] = false;
+        }
+      }
+      if (dirty[static_cast<size_t>(a)]) {
+        score[static_cast<size_t>(a)] = score_of(g.adj, log_k, folds, a);
+        dirty[static_cast<size_t>(a)] = false;
+      }
+    }
+  }
+  return g.out;
+}
+
+EliminationOrder elimination_order_of(const Problem& problem, const std::vector<int>& order) {
+  const int n = problem.num_nodes();
+  if (order.size() != static_cast<size_t>(n)) {
+    throw std::invalid_argument("elimination order: " + std::to_string(order.size()) + " steps for " +
+                                std::to_string(n) + " nodes");
+  }
+  Elimination g(problem);
+  for (int x : order) {
+    if (x < 0 || x >= n || g.done[static_cast<size_t>(x)]) {
+      throw std::invalid_argument("elimination order: node " + std::to_string(x) + " is not a node left to eliminate");
+    }
+    g.take(x);
+  }
+  return g.out;
 }
 
 }  // namespace tensoropt::planner
