@@ -197,6 +197,7 @@ TEST_CASE("ft: the result does not depend on the number of threads") {
   CHECK(parallel.stats.parallel_steps > 0);
   CHECK(render(serial, true) == render(parallel, true));
   CHECK(serial.stats.provenance_records == parallel.stats.provenance_records);
+  CHECK(serial.stats.peak_bytes == parallel.stats.peak_bytes);  // so max_bytes refuses alike
   CHECK(assignments_that_evaluate_to_their_cost(ring, parallel) == static_cast<int>(parallel.points.size()));
 }
 
