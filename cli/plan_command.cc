@@ -24,14 +24,32 @@ namespace {
 
 using namespace planner;
 
-void write_text(const std::string& path, const std::string& text, std::ostream& out) {
+// Writes an output file with write(stream): to `out` for "-", else to PATH.part, renamed to PATH
+// when complete, so a failure part way leaves an earlier PATH as it was, not half a file.
+template <class Write>
+void write_output(const std::string& path, const std::string& flag, std::ostream& out, const Write& write) {
   if (path == "-") {
-    out << text << "\n";
+    write(out);
     return;
   }
-  std::ofstream f(path, std::ios::binary);
-  f << text << "\n";
-  if (!f.flush()) throw InputError("cannot write '" + path + "'");
+  const std::string part = path + ".part";
+  const auto discard = [&] {
+    std::error_code ignored;
+    std::filesystem::remove(part, ignored);
+  };
+  try {
+    std::ofstream f(part, std::ios::binary);
+    if (f) write(f);
+    if (!f.flush()) throw InputError(flag + ": cannot write '" + part + "'");
+    f.close();
+    std::filesystem::rename(part, path);
+  } catch (const std::filesystem::filesystem_error& e) {
+    discard();
+    throw InputError(flag + ": cannot write '" + path + "': " + e.code().message());
+  } catch (...) {
+    discard();
+    throw;
+  }
 }
 
 // Refuses an output file that cannot be written before any planning, which can take minutes.
@@ -209,7 +227,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
         spaces.push_back(std::make_unique<StrategySpace>(graph, m, compute, options.space));
       all += (i ? ",\n" : "\n") + space_json(spaces, counts[i]);
     }
-    write_text(*args.dump_space, all + "\n]", out);
+    write_output(*args.dump_space, "--dump-space", out, [&](std::ostream& os) { os << all << "\n]\n"; });
   }
 
   text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
@@ -225,30 +243,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
     plans.push_back(std::move(gp));
   }
-  if (args.json) {
-    if (*args.json == "-") {
-      write_plan_json(out, settings, graph, plans);
-    } else {
-      // Written next to the target and renamed over it when complete: a failure part way leaves
-      // any earlier plan file as it was, not half a JSON file.
-      const std::string part = *args.json + ".part";
-      try {
-        std::ofstream f(part, std::ios::binary);
-        if (f) write_plan_json(f, settings, graph, plans);
-        if (!f.flush()) throw InputError("--json: cannot write '" + part + "'");
-        f.close();
-        std::filesystem::rename(part, *args.json);
-      } catch (const std::filesystem::filesystem_error& e) {
-        std::error_code ignored;
-        std::filesystem::remove(part, ignored);
-        throw InputError("--json: cannot write '" + *args.json + "': " + e.code().message());
-      } catch (...) {
-        std::error_code ignored;
-        std::filesystem::remove(part, ignored);
-        throw;
-      }
-    }
-  }
+  if (args.json) write_output(*args.json, "--json", out, [&](std::ostream& os) { write_plan_json(os, settings, graph, plans); });
   if (args.plot) {
     PlotSpec spec;
     spec.title = args.model + ", batch " + std::to_string(settings.batch) + ", " + settings.cluster.name;

@@ -323,9 +323,6 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return t;
   };
   std::stable_sort(solve_order.begin(), solve_order.end(), [&](size_t x, size_t y) { return fastest(x) < fastest(y); });
-  // The first (most promising) mesh alone, with all threads; then the others in waves of one per
-  // hardware thread, each knowing the frontiers of the waves before it (so what a mesh leaves out
-  // does not depend on timing).
   // A tractable space is solved as built, in the order and with the bounds computed with it; else,
   // or when a factor would pass max_factor_points, by the wide-region fallback.
   const auto solve_mesh = [](const Slot& slot, FtOptions ft, std::string& approximation) {
@@ -344,7 +341,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return solve_with_fallback(*slot.space, {}, ft, approximation);
   };
   std::mutex progress_lock;
-  const auto solve = [&](size_t i, const std::vector<Cost>& found, int threads, int64_t max_bytes) {
+  const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes) {
     Slot& slot = slots[i];
     const StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
@@ -356,7 +353,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ft.epsilon = options.epsilon;
     ft.max_factor_points = options.max_factor_points;
     ft.max_bytes = max_bytes;
-    ft.threads = threads;
+    // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
+    // one of a wave finishes early the others take its cores.
     // The first mesh has no other frontier to be pruned by: more of its own hull instead.
     if (i == solve_order.front() && slot.exact) hull_fill(space.problem(), *slot.order, slot.hull);
     ft.known = slot.hull.costs;
@@ -397,15 +395,16 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     for (const FrontierPoint& p : slot.result.points) slot.costs.push_back({p.cost.time, p.cost.memory + space.workspace(p.assignment)});
     ms.ft = slot.result.stats;
   };
+  // The first (most promising) mesh alone; then the others in waves of one per hardware thread,
+  // each knowing the frontiers of the waves before it (so what a mesh leaves out does not depend
+  // on timing).
   std::vector<Cost> found;  // full costs of the frontier points of the meshes solved so far
   const size_t wave = std::max(1u, std::thread::hardware_concurrency());
   for (size_t done = 0; done < solve_order.size();) {
     const size_t size = done == 0 ? 1 : std::min(wave, solve_order.size() - done);
     // Meshes solved side by side share the planner memory limit.
     const int64_t share = options.max_planner_bytes / static_cast<int64_t>(size);
-    // Each mesh may use every hardware thread for its big factors: when one finishes early, the
-    // others take its cores.
-    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, 0, share); });
+    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, share); });
     for (size_t k = 0; k < size; ++k) {
       const Slot& slot = slots[solve_order[done + k]];
       found.insert(found.end(), slot.costs.begin(), slot.costs.end());

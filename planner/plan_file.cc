@@ -159,7 +159,9 @@ std::string file_hash(const std::string& path) {
   return buf;
 }
 
-std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
+namespace {
+
+ordered_json spaces_value(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
   ordered_json j;
   j["gpus"] = gpus;
   j["spaces"] = ordered_json::array();
@@ -174,8 +176,26 @@ std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces
     s["variables"] = vars;
     j["spaces"].push_back(s);
   }
+  return j;
+}
+
+// Each member of `object` on its own line at `depth` (as write_pretty lays out an object's
+// members), each followed by a comma unless it is the last and nothing follows.
+void write_members(std::string& out, const ordered_json& object, int depth, bool more_follow) {
+  const std::string pad(static_cast<size_t>(depth), ' ');
+  size_t i = 0;
+  for (auto it = object.begin(); it != object.end(); ++it, ++i) {
+    out += pad + ordered_json(it.key()).dump() + ": ";
+    write_pretty(out, it.value(), depth);
+    out += more_follow || i + 1 < object.size() ? ",\n" : "\n";
+  }
+}
+
+}  // namespace
+
+std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
   std::string out;
-  write_pretty(out, j, 0);
+  write_pretty(out, spaces_value(spaces, gpus), 0);
   return out;
 }
 
@@ -196,11 +216,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
     os.write(out.data(), static_cast<std::streamsize>(out.size()));
     out.clear();
   };
-  for (auto it = head.begin(); it != head.end(); ++it) {
-    out += " " + ordered_json(it.key()).dump() + ": ";
-    write_pretty(out, it.value(), 1);
-    out += ",\n";
-  }
+  write_members(out, head, 1, true);
   out += " \"frontiers\": [";
   for (size_t g = 0; g < plans.size(); ++g) {
     const GpuPlan& gp = plans[g];
@@ -217,11 +233,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
     fj["chosen"] = gp.chosen >= 0 ? ordered_json(gp.chosen) : ordered_json(nullptr);
     fj["chosen_reason"] = gp.reason;
     out += g ? ",\n  {\n" : "\n  {\n";
-    for (auto it = fj.begin(); it != fj.end(); ++it) {
-      out += "   " + ordered_json(it.key()).dump() + ": ";
-      write_pretty(out, it.value(), 3);
-      out += ",\n";
-    }
+    write_members(out, fj, 3, true);
     out += "   \"points\": [";
     // Points are formatted (summary, breakdown, JSON) in batches on every hardware thread, then
     // written in order.
@@ -256,13 +268,8 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
       for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();
       tail["baselines"].push_back(entry);
     }
-    tail["spaces"] = ordered_json::parse(space_json(f.spaces, f.gpus)).at("spaces");
-    size_t i = 0;
-    for (auto it = tail.begin(); it != tail.end(); ++it, ++i) {
-      out += "   " + ordered_json(it.key()).dump() + ": ";
-      write_pretty(out, it.value(), 3);
-      out += i + 1 < tail.size() ? ",\n" : "\n";
-    }
+    tail["spaces"] = spaces_value(f.spaces, f.gpus).at("spaces");
+    write_members(out, tail, 3, false);
     out += "  }";
   }
   out += plans.empty() ? "]\n}\n" : "\n ]\n}\n";
