@@ -81,18 +81,14 @@ class Elimination {
       const Joint j = joint(s);
       std::vector<const double*> values;
       for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
-      std::vector<double> sum(n_);
-      const size_t m = consumed.size();
+      std::vector<double> acc(static_cast<size_t>(j.configs.back()) * n_);
       const size_t w = n_;
       for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
+        sum_over_x(values, at, xs, kx, w, acc.data());
         double* best = t.value.data() + entry * static_cast<int64_t>(w);
         for (int k = 0; k < kx; ++k) {
-          std::fill(sum.begin(), sum.end(), 0.0);
-          for (size_t f = 0; f < m; ++f) {
-            const double* v = values[f] + (at[f] + k * xs[f]) * static_cast<int64_t>(w);
-            for (size_t o = 0; o < w; ++o) sum[o] += v[o];
-          }
-          for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], sum[o]);
+          const double* a = acc.data() + static_cast<size_t>(k) * w;
+          for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], a[o]);
         }
       });
       add(std::move(t));
@@ -114,7 +110,6 @@ class Elimination {
         if (t != s) add(other, created(t), 0);
       out[static_cast<size_t>(first_created_) + s] = other;
     }
-    std::vector<double> sum(n_);
     for (size_t s = steps; s-- > 0;) {
       const std::vector<double>& mine = out[static_cast<size_t>(first_created_) + s];
       const std::vector<int>& consumed = consumed_[s];
@@ -123,24 +118,48 @@ class Elimination {
       for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
       const size_t m = consumed.size();
       const size_t w = n_;
+      bool any = false;
       for (size_t f = 0; f < m; ++f) {
         if (consumed[f] < first_created_) continue;
-        std::vector<double>& theirs = out[static_cast<size_t>(consumed[f])];
-        theirs.assign(tables_[static_cast<size_t>(consumed[f])].value.size(), kInf);
-        for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
-          const double* outer = mine.data() + entry * static_cast<int64_t>(w);
-          for (int k = 0; k < kx; ++k) {
-            std::copy_n(outer, w, sum.begin());
-            for (size_t g = 0; g < m; ++g) {
-              if (g == f) continue;
-              const double* v = values[g] + (at[g] + k * xs[g]) * static_cast<int64_t>(w);
-              for (size_t o = 0; o < w; ++o) sum[o] += v[o];
-            }
-            double* slot = theirs.data() + (at[f] + k * xs[f]) * static_cast<int64_t>(w);
-            for (size_t o = 0; o < w; ++o) slot[o] = std::min(slot[o], sum[o]);
-          }
-        });
+        out[static_cast<size_t>(consumed[f])].assign(tables_[static_cast<size_t>(consumed[f])].value.size(), kInf);
+        any = true;
       }
+      if (!any) continue;
+      // Per (entry, k): the outer minimum plus the consumed tables before f (before[f]) and after
+      // f (after[f]); f's outside candidate is their sum.
+      const size_t kx = static_cast<size_t>(j.configs.back());
+      std::vector<double> before((m + 1) * kx * w), after((m + 1) * kx * w);
+      for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int) {
+        const double* outer = mine.data() + entry * static_cast<int64_t>(w);
+        for (size_t k = 0; k < kx; ++k) {
+          std::copy_n(outer, w, &before[k * w]);
+          std::fill_n(&after[(m * kx + k) * w], w, 0.0);
+        }
+        for (size_t g = 0; g < m; ++g)
+          for (size_t k = 0; k < kx; ++k) {
+            const double* v = values[g] + (at[g] + static_cast<int64_t>(k) * xs[g]) * static_cast<int64_t>(w);
+            const double* b = &before[(g * kx + k) * w];
+            double* nb = &before[((g + 1) * kx + k) * w];
+            for (size_t o = 0; o < w; ++o) nb[o] = b[o] + v[o];
+          }
+        for (size_t g = m; g-- > 0;)
+          for (size_t k = 0; k < kx; ++k) {
+            const double* v = values[g] + (at[g] + static_cast<int64_t>(k) * xs[g]) * static_cast<int64_t>(w);
+            const double* a = &after[((g + 1) * kx + k) * w];
+            double* na = &after[(g * kx + k) * w];
+            for (size_t o = 0; o < w; ++o) na[o] = a[o] + v[o];
+          }
+        for (size_t f = 0; f < m; ++f) {
+          if (consumed[f] < first_created_) continue;
+          std::vector<double>& theirs = out[static_cast<size_t>(consumed[f])];
+          for (size_t k = 0; k < kx; ++k) {
+            const double* b = &before[(f * kx + k) * w];
+            const double* a = &after[((f + 1) * kx + k) * w];
+            double* slot = theirs.data() + (at[f] + static_cast<int64_t>(k) * xs[f]) * static_cast<int64_t>(w);
+            for (size_t o = 0; o < w; ++o) slot[o] = std::min(slot[o], b[o] + a[o]);
+          }
+        }
+      });
     }
     std::vector<std::vector<double>> steps_out;
     for (size_t s = 0; s < steps; ++s) steps_out.push_back(std::move(out[static_cast<size_t>(first_created_) + s]));
@@ -205,6 +224,27 @@ class Elimination {
       j.stride.push_back(std::move(stride));
     }
     return j;
+  }
+
+  // acc[k * w + o] = the sum over the consumed tables of their value for x's configuration k.
+  static void sum_over_x(const std::vector<const double*>& values, const int64_t* at, const int64_t* xs, int kx,
+                         size_t w, double* acc) {
+    const size_t m = values.size();
+    const int64_t ww = static_cast<int64_t>(w);
+    for (int k = 0; k < kx; ++k) std::copy_n(values[0] + (at[0] + k * xs[0]) * ww, w, acc + static_cast<size_t>(k) * w);
+    for (size_t f = 1; f < m; ++f) {
+      const double* base = values[f] + at[f] * ww;
+      const int64_t step = xs[f] * ww;
+      if (w == 2) {
+        for (int k = 0; k < kx; ++k) {
+          acc[2 * k] += base[k * step];
+          acc[2 * k + 1] += base[k * step + 1];
+        }
+      } else {
+        for (int k = 0; k < kx; ++k)
+          for (size_t o = 0; o < w; ++o) acc[static_cast<size_t>(k) * w + o] += base[k * step + static_cast<int64_t>(o)];
+      }
+    }
   }
 
   // Calls fn(entry of the step's table, [table] index into each consumed table at x's
