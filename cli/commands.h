@@ -27,7 +27,8 @@ struct PlanArgs {
   std::optional<std::string> memory_budget;  // default: the cluster's usable memory
   double epsilon = 0;
   int mesh_axes = 2;
-  bool recompute = true;
+  bool recompute = true;               // false: --no-recompute
+  std::string recompute_mode = "selective";  // --recompute: selective, all or none
   bool zero = true;
   std::optional<std::string> json;     // file, or "-" for stdout
   std::optional<std::string> plot;

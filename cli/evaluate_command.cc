@@ -39,6 +39,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
     s.cluster = load_cluster(args.cluster.value_or("h100-sxm"));
     s.training.precision = parse_precision(args.dtype.value_or("fp32"));
     s.training.optimizer = parse_optimizer(args.optimizer.value_or("adam"));
+    s.recompute_all = true;  // a hand-written strategy may recompute any op that can
     if (!args.batch) throw InputError("--batch is needed with a strategy file (a plan file records its own)");
     s.batch = *args.batch;
   }
@@ -49,6 +50,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
   SpaceOptions so;
   so.training = s.training;
   so.recompute = s.recompute;
+  so.recompute_all = s.recompute_all;
   so.zero = s.zero;
   StrategySpace space(graph, DeviceMesh::with_shape(s.cluster, stored.mesh), compute, so);
   std::vector<int> assignment = resolve_strategy(stored, space);

@@ -147,7 +147,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   out << "\n";
 }
 
-void choose(GpuPlan& gp, double budget, const std::string& budget_why) {
+// `more`: what else could make a point fit, beyond more GPUs (empty: nothing).
+void choose(GpuPlan& gp, double budget, const std::string& budget_why, const std::string& more) {
   const auto& pts = gp.frontier.points;
   for (size_t i = 0; i < pts.size(); ++i) {
     if (pts[i].cost.memory <= budget) {
@@ -158,7 +159,7 @@ void choose(GpuPlan& gp, double budget, const std::string& budget_why) {
     }
   }
   gp.reason = "no point fits the memory budget of " + bytes_human(budget) + " (" + budget_why + "); the smallest needs " +
-              (pts.empty() ? std::string("?") : bytes_human(pts.back().cost.memory)) + ": use more GPUs";
+              (pts.empty() ? std::string("?") : bytes_human(pts.back().cost.memory)) + ": use more GPUs" + more;
 }
 
 }  // namespace
@@ -175,7 +176,12 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   settings.cluster = load_cluster(args.cluster);
   settings.training.precision = parse_precision(args.dtype);
   settings.training.optimizer = parse_optimizer(args.optimizer);
-  settings.recompute = args.recompute;
+  if (!args.recompute && args.recompute_mode == "all") throw InputError("--no-recompute and --recompute all contradict each other");
+  if (args.recompute_mode != "selective" && args.recompute_mode != "all" && args.recompute_mode != "none") {
+    throw InputError("--recompute must be selective, all or none, not '" + args.recompute_mode + "'");
+  }
+  settings.recompute = args.recompute && args.recompute_mode != "none";
+  settings.recompute_all = settings.recompute && args.recompute_mode == "all";
   settings.zero = args.zero;
   settings.mesh_axes = args.mesh_axes;
   settings.epsilon = args.epsilon;
@@ -203,6 +209,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   PlanOptions options;
   options.space.training = settings.training;
   options.space.recompute = settings.recompute;
+  options.space.recompute_all = settings.recompute_all;
   options.space.zero = settings.zero;
   options.epsilon = settings.epsilon;
   options.max_mesh_axes = settings.mesh_axes;
@@ -238,7 +245,10 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   for (int gpus : counts) {
     GpuPlan gp;
     gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
-    choose(gp, settings.memory_budget, budget_why);
+    choose(gp, settings.memory_budget, budget_why,
+           settings.recompute && !settings.recompute_all
+               ? ", or plan with --recompute all (chains of ops, whole layers say, recompute: far less memory for activations)"
+               : "");
     if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
     plans.push_back(std::move(gp));

@@ -96,7 +96,7 @@ ordered_json settings_json(const PlanSettings& s) {
   ordered_json j;
   j["cluster"] = ordered_json::parse(cluster_json(s.cluster));
   j["training"] = {{"precision", precision_name(s.training.precision)}, {"optimizer", optimizer_name(s.training.optimizer)}};
-  j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"zero", s.zero}};
+  j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"recompute_all", s.recompute_all}, {"zero", s.zero}};
   j["cost_source"] = s.cost_source;
   j["memory_budget_bytes"] = s.memory_budget;
   return j;
@@ -139,6 +139,8 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
   s.epsilon = field(se, "epsilon", path + ": search").get<double>();
   s.mesh_axes = field(se, "mesh_axes", path + ": search").get<int>();
   s.recompute = field(se, "recompute", path + ": search").get<bool>();
+  // Absent in plan files written before --recompute all existed.
+  s.recompute_all = se.contains("recompute_all") ? field(se, "recompute_all", path + ": search").get<bool>() : false;
   s.zero = field(se, "zero", path + ": search").get<bool>();
   s.cost_source = field(j, "cost_source", path).get<std::string>();
   s.memory_budget = field(j, "memory_budget_bytes", path).get<double>();

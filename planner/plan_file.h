@@ -36,6 +36,7 @@ struct PlanSettings {
   Cluster cluster;
   Training training;
   bool recompute = true;
+  bool recompute_all = false;  // every op may recompute (plan --recompute all)
   bool zero = true;
   int mesh_axes = 2;
   double epsilon = 0;

@@ -195,20 +195,27 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     for (auto [n, i] : uses[t]) l.gradient = l.gradient || node_costs_[static_cast<size_t>(n)].input_grad[static_cast<size_t>(i)];
     links_.push_back(l);
   }
-  // Recompute: ops whose outputs all go straight to op readers and that keep something.
+  // Recompute: ops whose outputs all go straight to op readers (selective: and that keep something
+  // themselves; all: outputs nobody reads allowed too, except BatchNormalization's running
+  // statistics, which a second forward would update again).
   std::vector<int> direct_readers(g.tensors.size(), 0);
   for (const Link& l : links_)
     if (l.from_slot >= 0 && vars_[static_cast<size_t>(l.to)].kind == VarKind::Op) ++direct_readers[static_cast<size_t>(l.tensor)];
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     Variable& v = vars_[n];
-    bool keeps = false, direct = true;
+    bool keeps = options_.recompute_all, direct = true;
     for (const Saved& s : node_costs_[n].saved) {
       bool is_output = std::find(g.nodes[n].outputs.begin(), g.nodes[n].outputs.end(), s.tensor) != g.nodes[n].outputs.end();
       keeps = keeps || s.tensor < 0 || is_output;
     }
-    for (int t : g.nodes[n].outputs)
-      if (t >= 0) direct = direct && !is_output_[static_cast<size_t>(t)] && tensor_var_[static_cast<size_t>(t)] < 0 &&
-                          direct_readers[static_cast<size_t>(t)] > 0;
+    const bool side_effects = g.nodes[n].op_type == "BatchNormalization";
+    for (int t : g.nodes[n].outputs) {
+      if (t < 0) continue;
+      const size_t ut = static_cast<size_t>(t);
+      const bool unused = !is_output_[ut] && tensor_var_[ut] < 0 && direct_readers[ut] == 0;
+      if (options_.recompute_all && unused && !side_effects) continue;
+      direct = direct && !is_output_[ut] && tensor_var_[ut] < 0 && direct_readers[ut] > 0;
+    }
     v.may_recompute = options_.recompute && keeps && direct;
     for (size_t k = 0; k < v.op_configs.size(); ++k) {
       for (int r = 0; r < (v.may_recompute ? 2 : 1); ++r) {
@@ -224,8 +231,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   needed_.assign(g.tensors.size(), false);
   for (const Link& l : links_) {
     if (l.from_slot >= 0) linked_[static_cast<size_t>(l.tensor)] = true;
-    bool reader_recomputes = vars_[static_cast<size_t>(l.to)].may_recompute;
-    if (l.from_keeps || l.to_keeps || reader_recomputes) needed_[static_cast<size_t>(l.tensor)] = true;
+    if (l.from_keeps || l.to_keeps) needed_[static_cast<size_t>(l.tensor)] = true;
   }
   for (size_t i = 0; i < vars_.size(); ++i) {
     if (!by_name_.emplace(vars_[i].name, static_cast<int>(i)).second) {
@@ -525,7 +531,13 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
     for (double t : comm.forward) moved += t;
     if (!same && moved > 0) b[Term::Weights] += bytes(lt);
   } else {  // input or tensor variable -> reader
-    if (to_needs && !same) b[Term::Activations] += bytes(lt);
+    if (to_needs && !same) {
+      b[Term::Activations] += bytes(lt);
+    } else if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)]) {
+      // A recomputing reader needs the variable's own copy, which nobody else keeps: charged here,
+      // once per such reader (two of them in the same layout are counted twice: conservative).
+      b[Term::Activations] += bytes(lt);
+    }
   }
 }
 

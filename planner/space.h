@@ -33,13 +33,17 @@
 // Saved activations. Tensor t produced by u and read by w: u keeps t in u's output layout if u's
 // backward needs it; w keeps t in w's input layout if w's backward needs it or w recomputes, except
 // when that is the same copy as u's (same layout, u keeps it). For a tensor variable T the copy in
-// T's layout is charged once at T when anyone might need it, and copies in other layouts at the
-// links that make them. Views (Reshape, ...) are counted as copies: conservative.
+// T's layout is charged once at T when its producer or a reader keeps it for backward, at the
+// link of each recomputing reader that needs it when none does, and copies in other layouts at
+// the links that make them. Views (Reshape, ...) are counted as copies: conservative.
 // Recompute. An op u "recomputes" when none of its outputs is a graph output or read through a
 // tensor variable and it keeps something (its outputs or extras such as dropout masks): u then
 // keeps nothing, pays its forward compute again in backward (and the redistribution to readers
 // that keep its output), and its inputs must be kept (charged at its input links), as activation
-// checkpointing of a one-op segment; chains of recomputing ops regenerate each other.
+// checkpointing of a one-op segment; chains of recomputing ops regenerate each other. With
+// recompute_all, any op whose outputs go only to op readers over direct links (or nowhere, except
+// BatchNormalization's running statistics) may recompute, keeping something or not: a chain of
+// them, a whole layer say, then keeps only what enters it.
 // Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
 //
 // Thread-safety: immutable after build; const methods safe from many threads.
@@ -121,8 +125,9 @@ struct Link {
 
 struct SpaceOptions {
   Training training;
-  bool recompute = true;  // offer recompute on ops
-  bool zero = true;       // offer ZeRO-2 on parameters
+  bool recompute = true;       // offer recompute on ops
+  bool recompute_all = false;  // on every op that may (not only those that keep something themselves)
+  bool zero = true;            // offer ZeRO-2 on parameters
 };
 
 class StrategySpace {
@@ -185,7 +190,7 @@ class StrategySpace {
   std::vector<bool> is_output_;
   std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
   std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links
-  std::vector<bool> needed_;     // per tensor variable's tensor: someone keeps it for backward
+  std::vector<bool> needed_;     // per tensor: its producer or a reader keeps it for backward
   std::vector<Variable> vars_;
   std::vector<Link> links_;
   std::vector<std::vector<Breakdown>> var_terms_;

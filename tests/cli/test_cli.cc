@@ -207,6 +207,8 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --epsilon -1"), "--epsilon");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
   check_refused(run("plan " + m + " --batch 8"), "--gpus");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --recompute some"), "--recompute");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --recompute all --no-recompute"), "--no-recompute and --recompute all contradict");
   // A run that fails leaves an existing plan file as it was and creates none.
   const std::string kept = (temp_dir() / "kept.json").string();
   { std::ofstream(kept) << "keep"; }
@@ -269,7 +271,49 @@ TEST_CASE("cli: plan marks no point when nothing fits the memory budget") {
   Result r = run("plan " + model("resnet18.onnx") + " --gpus 1 --batch 8 --memory-budget 1MiB");
   REQUIRE(r.code == 0);
   CHECK(has(r.out, "no point fits the memory budget of 1.00 MiB"));
+  CHECK(has(r.out, "use more GPUs, or plan with --recompute all"));
   CHECK_FALSE(has(r.out, "  *"));
+  Result all = run("plan " + model("resnet18.onnx") + " --gpus 1 --batch 8 --memory-budget 1MiB --recompute all");
+  REQUIRE(all.code == 0);
+  CHECK_FALSE(has(all.out, "--recompute all"));  // nothing more to suggest
+}
+
+TEST_CASE("cli: plan --recompute all reaches less memory, records it, and evaluate reproduces its points") {
+  const std::string m = model("resnet18.onnx");
+  const std::string selective = (temp_dir() / "selective.json").string();
+  const std::string all = (temp_dir() / "all.json").string();
+  REQUIRE(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 1 --json " + selective).code == 0);
+  Result r = run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 1 --recompute all --json " + all);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  const nlohmann::json js = nlohmann::json::parse(slurp(selective));
+  const nlohmann::json ja = nlohmann::json::parse(slurp(all));
+  CHECK(js["search"]["recompute_all"] == false);
+  CHECK(ja["search"]["recompute_all"] == true);
+  const auto& ps = js["frontiers"][0]["points"];
+  const auto& pa = ja["frontiers"][0]["points"];
+  CHECK(pa.back()["memory_bytes"].get<double>() < ps.back()["memory_bytes"].get<double>());
+  CHECK(pa[0]["time_s"].get<double>() == ps[0]["time_s"].get<double>());  // the fastest recomputes nothing
+  const size_t last = pa.size() - 1;
+  Result e = run("evaluate " + m + " --strategy " + all + " --point " + std::to_string(last) + " --json");
+  CAPTURE(e.err);
+  REQUIRE(e.code == 0);
+  const nlohmann::json ej = nlohmann::json::parse(e.out);
+  CHECK(ej["matches_plan"] == true);
+  CHECK(ej["memory_bytes"].get<double>() == pa[last]["memory_bytes"].get<double>());
+  // That point recomputes ops selective recompute does not offer: read as selective, it is refused.
+  nlohmann::json narrowed = ja;
+  narrowed["search"]["recompute_all"] = false;
+  check_refused(run("evaluate " + m + " --strategy " + write_temp("narrowed.json", narrowed.dump()) + " --point " + std::to_string(last)),
+                "has no configuration");
+  // A plan file from before --recompute all (no recompute_all) reads as selective.
+  nlohmann::json old = js;
+  old["search"].erase("recompute_all");
+  const std::string older = write_temp("older.json", old.dump());
+  Result o = run("evaluate " + m + " --strategy " + older + " --point 0 --json");
+  CAPTURE(o.err);
+  CHECK(o.code == 0);
+  CHECK(nlohmann::json::parse(o.out)["matches_plan"] == true);
 }
 
 }  // namespace tensoropt
