@@ -55,17 +55,14 @@ double step_time(const Step& step, const DeviceMesh& mesh) {
 double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucket_bytes) {
   TO_CHECK(bucket_bytes > 0);
   const MeshAxis& ax = mesh.axis(step.mesh_axis);
+  TO_CHECK(ax.size == step.group_size);
   const double bytes = static_cast<double>(step.bytes);
+  if (bytes <= 0) return 0;
+  const double bucket = std::max(bytes, bucket_bytes);  // the collective the gradient travels in
   const int n = step.group_size;
-  double time = step_time(step, mesh);
-  // The latency inside the algorithm the time was taken from (all-reduce: ring or recursive doubling).
-  double latency = collective_time(step.kind, 0, n, ax.link);
-  if (step.kind == StepKind::AllReduce) {
-    bool ring = ring_all_reduce_time(bytes, n, ax.link) <= recursive_doubling_all_reduce_time(bytes, n, ax.link);
-    latency = ring ? ring_all_reduce_time(0, n, ax.link) : recursive_doubling_all_reduce_time(0, n, ax.link);
-  }
-  double share = std::min(1.0, bytes / bucket_bytes);
-  return time - (1 - share) * latency;
+  const double whole = step.kind == StepKind::AllReduce ? ring_all_reduce_time(bucket, n, ax.link)
+                                                        : collective_time(step.kind, bucket, n, ax.link);
+  return bytes / bucket * whole;
 }
 
 double plan_time(const RedistributePlan& plan, const DeviceMesh& mesh) {

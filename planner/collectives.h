@@ -41,13 +41,13 @@ double collective_time(StepKind kind, double bytes, int n, const LinkLevel& link
 // One step on its mesh axis' link level.
 double step_time(const Step& step, const DeviceMesh& mesh);
 // Gradient synchronisation, bucketed: frameworks pack gradients into buckets (PyTorch DDP's
-// bucket_cap_mb, 25 MiB by default) and run one collective per bucket, so a parameter's share of
-// the latency terms is its share of a bucket:
-//   step_time - (1 - min(1, bytes / bucket_bytes)) * latency
-// where latency is the alpha part of the algorithm step_time took (for all-reduce, ring or
-// recursive doubling, whichever is faster at these bytes), so a bucketed ring all-reduce costs
-// exactly a bucketed reduce-scatter plus a bucketed all-gather.
-// A sum over parameters of these is the bucketed total for full buckets; additive, so FT stays exact.
+// bucket_cap_mb, 25 MiB by default) and run one collective per bucket, a ring one (NCCL runs
+// messages this large as rings), so a parameter pays its byte share of its bucket's collective:
+//   bytes / B * time(B),  B = max(bytes, bucket_bytes), all-reduce as a ring
+// (a parameter bigger than a bucket is one of its own). A bucketed all-reduce therefore costs
+// exactly a bucketed reduce-scatter plus a bucketed all-gather, and ZeRO-2 moves what data
+// parallelism moves. A sum over parameters of these is the bucketed total for full buckets;
+// additive, so FT stays exact.
 inline constexpr double kGradientBucketBytes = 25.0 * 1024 * 1024;
 double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucket_bytes = kGradientBucketBytes);
 // The sum over the plan's steps. REQUIRES: `plan` came from redistribute (or backward_plan) on `mesh`.

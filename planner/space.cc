@@ -461,14 +461,29 @@ Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) 
     if (c.zero == 0) {
       add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.gradient_bytes(), grad, c.layout, mesh_));
     } else {
-      // Reduce-scatter the gradient over the replicating axes along the largest dimension, update
-      // the shard, all-gather the updated weights.
-      int dim = static_cast<int>(std::max_element(t.shape.begin(), t.shape.end()) - t.shape.begin());
-      std::vector<Placement> sharded = c.layout.placements();
-      for (auto& p : sharded)
-        if (p.is_replicate()) p = Placement::shard(dim);
-      add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.gradient_bytes(), grad, Layout(sharded), mesh_));
-      add_plan(b, Purpose::Gradient, redistribute(t.shape, tr.weight_bytes(), Layout(sharded), c.layout, mesh_));
+      // ZeRO shards the flat gradient buffer, as DeepSpeed does: each all-reduce of plain data
+      // parallelism becomes a reduce-scatter of the gradient and, after the sharded update, an
+      // all-gather of the updated weights, on the same axis and of the same bytes (weights and
+      // gradients have one element size, Training). A bucketed ring all-reduce is exactly these
+      // two, so ZeRO-2 moves what data parallelism moves.
+      RedistributePlan zero = redistribute(t.shape, tr.gradient_bytes(), grad, c.layout, mesh_);
+      std::vector<Step> steps;
+      for (const Step& s : zero.steps) {
+        if (s.kind != StepKind::AllReduce) {
+          steps.push_back(s);
+          continue;
+        }
+        Step scatter = s;
+        scatter.kind = StepKind::ReduceScatter;
+        scatter.bytes_out = s.bytes_in / s.group_size;
+        Step gather = s;
+        gather.kind = StepKind::AllGather;
+        gather.bytes_in = scatter.bytes_out;
+        steps.push_back(scatter);
+        steps.push_back(gather);
+      }
+      zero.steps = std::move(steps);
+      add_plan(b, Purpose::Gradient, zero);
     }
   }
   return b;

@@ -118,10 +118,17 @@ TEST_CASE("collectives: bucketed gradient steps share a bucket's latency by thei
   auto ag = redistribute({int64_t{1} << 22}, 4, Layout({Placement::shard(0)}), Layout({R}), mesh);
   CHECK(bucketed_step_time(big, mesh) ==
         doctest::Approx(bucketed_step_time(rs.steps[0], mesh) + bucketed_step_time(ag.steps[0], mesh)).epsilon(1e-12));
-  // Never below the bandwidth term, never above the unbucketed time.
-  double latency = collective_time(StepKind::AllReduce, 0, 8, mesh.axis(0).link);
-  CHECK(bucketed_step_time(piece, mesh) >= step_time(piece, mesh) - latency);
-  CHECK(bucketed_step_time(piece, mesh) <= step_time(piece, mesh));
+  // A gradient travels in a bucket: a small one pays its share of a ring all-reduce of the whole
+  // bucket, even where recursive doubling would be faster for its own bytes alone.
+  const LinkLevel& link = mesh.axis(0).link;
+  const double bucket = 25.0 * (1 << 20);
+  Step tiny = step_of(256);
+  CHECK(step_time(tiny, mesh) == doctest::Approx(recursive_doubling_all_reduce_time(1024, 8, link)).epsilon(1e-12));
+  CHECK(bucketed_step_time(tiny, mesh) == doctest::Approx(1024 / bucket * ring_all_reduce_time(bucket, 8, link)).epsilon(1e-12));
+  // Never below the ring's bandwidth term, never above the unbucketed ring.
+  const double bytes = static_cast<double>(piece.bytes);
+  CHECK(bucketed_step_time(piece, mesh) >= ring_all_reduce_time(bytes, 8, link) - ring_all_reduce_time(0, 8, link));
+  CHECK(bucketed_step_time(piece, mesh) <= ring_all_reduce_time(bytes, 8, link));
 }
 
 }  // namespace

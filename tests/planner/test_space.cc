@@ -162,6 +162,42 @@ TEST_CASE("strategy space: pure data parallelism is in the space and the frontie
   }
 }
 
+TEST_CASE("strategy space: ZeRO-2 moves what data parallelism moves, on every layout of every parameter") {
+  Graph g = import_onnx_file(fixture("models/resnet18.onnx"), {.batch = 16});
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  int compared = 0, two_axis = 0;
+  for (std::vector<int> shape : {std::vector<int>{8}, std::vector<int>{2, 4}, std::vector<int>{4, 2}}) {
+    StrategySpace s(g, DeviceMesh::with_shape(kH100, shape), compute, SpaceOptions{});
+    for (size_t v = 0; v < s.variables().size(); ++v) {
+      const Variable& var = s.variables()[v];
+      if (var.kind != VarKind::Parameter) continue;
+      for (size_t a = 0; a < var.configs.size(); ++a) {
+        for (size_t b = 0; b < var.configs.size(); ++b) {
+          if (var.configs[a].zero != 0 || var.configs[b].zero != 2 || !(var.configs[a].layout == var.configs[b].layout)) continue;
+          CAPTURE(var.name);
+          CAPTURE(var.configs[b].name);
+          const Breakdown plain = s.variable_terms(static_cast<int>(v), static_cast<int>(a));
+          const Breakdown zero = s.variable_terms(static_cast<int>(v), static_cast<int>(b));
+          double moved_plain = 0, moved_zero = 0;
+          for (int t = static_cast<int>(Term::CommFirst); t <= static_cast<int>(Term::CommLast); ++t) {
+            moved_plain += plain[static_cast<Term>(t)];
+            moved_zero += zero[static_cast<Term>(t)];
+          }
+          CHECK(moved_plain > 0);
+          CHECK(moved_zero == doctest::Approx(moved_plain).epsilon(1e-12));
+          CHECK(zero.time() <= plain.time());
+          CHECK(zero.memory() < plain.memory());
+          ++compared;
+          const auto& pl = var.configs[b].layout.placements();
+          two_axis += pl.size() == 2 && (pl[0].is_replicate() != pl[1].is_replicate());
+        }
+      }
+    }
+  }
+  CHECK(compared > 300);
+  CHECK(two_axis > 50);  // replicated on one axis, sharded on the other: where it once cost more
+}
+
 TEST_CASE("strategy space: on one GPU, the saved activations are the model summary's") {
   for (const char* m : {"models/resnet18.onnx", "models/gpt2_small.onnx", "models/vit_b_16.onnx"}) {
     CAPTURE(m);
