@@ -51,11 +51,11 @@ int main(int argc, char** argv) {
   pl->add_option("--memory-budget", plan.memory_budget, "Memory per GPU the chosen point must fit, e.g. 60GiB (default: GPU memory less the cluster's reserve)");
   pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")->capture_default_str();
   pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str();
-  pl->add_option("--recompute", plan.recompute_mode,
-                 "Which ops may recompute their activations in backward: selective (those that keep something themselves), all (any op, so chains such as whole layers recompute: frontiers reach far lower memory, but are larger and slower to find), none")
+  CLI::Option* recompute = pl->add_option("--recompute", plan.recompute_mode,
+                 "Which ops may recompute their activations in backward: selective (those that keep something themselves), all (any op, so chains of ops recompute: frontiers reach far lower memory, but are larger and slower to find), none")
       ->check(CLI::IsMember({"selective", "all", "none"}))
       ->capture_default_str();
-  pl->add_flag("!--no-recompute", plan.recompute, "Same as --recompute none");
+  pl->add_flag("!--no-recompute", plan.recompute, "Same as --recompute none")->excludes(recompute);
   pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");

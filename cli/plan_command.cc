@@ -246,8 +246,8 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     GpuPlan gp;
     gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
     choose(gp, settings.memory_budget, budget_why,
-           settings.recompute && !settings.recompute_all
-               ? ", or plan with --recompute all (chains of ops, whole layers say, recompute: far less memory for activations)"
+           !settings.recompute_all
+               ? ", or plan with --recompute all (chains of ops recompute: far less memory for activations)"
                : "");
     if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);

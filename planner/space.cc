@@ -73,6 +73,10 @@ void add_unique(std::vector<Layout>& layouts, const Layout& l) {
   if (std::find(layouts.begin(), layouts.end(), l) == layouts.end()) layouts.push_back(l);
 }
 
+bool has_partial(const Layout& l) {
+  return std::any_of(l.placements().begin(), l.placements().end(), [](const Placement& p) { return p.is_partial(); });
+}
+
 }  // namespace
 
 StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute,
@@ -492,8 +496,7 @@ Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) 
 Breakdown StrategySpace::tensor_terms(const Variable& v, const VarConfig& c) const {
   Breakdown b;
   bool needed = needed_[static_cast<size_t>(v.tensor)];
-  bool partial = std::any_of(c.layout.placements().begin(), c.layout.placements().end(),
-                             [](const Placement& p) { return p.is_partial(); });
+  bool partial = has_partial(c.layout);
   if (is_output_[static_cast<size_t>(v.tensor)]) {
     b += loss_terms(v.tensor, c.layout);  // the loss holds the reduced copy; a partial one is another
     if (needed && partial) b[Term::Activations] += static_cast<double>(local_bytes(v.tensor, c.layout));
@@ -548,9 +551,11 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
   } else {  // input or tensor variable -> reader
     if (to_needs && !same) {
       b[Term::Activations] += bytes(lt);
-    } else if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)]) {
-      // A recomputing reader needs the variable's own copy, which nobody else keeps: charged here,
-      // once per such reader (two of them in the same layout are counted twice: conservative).
+    } else if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)] &&
+               !(is_output_[static_cast<size_t>(l.tensor)] && !has_partial(lt))) {
+      // A recomputing reader needs the variable's own copy, which nobody else keeps (a graph
+      // output's is the loss's, unless partial): charged here, once per such reader and slot (two
+      // of them in the same layout are counted twice: conservative).
       b[Term::Activations] += bytes(lt);
     }
   }

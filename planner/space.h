@@ -43,7 +43,8 @@
 // checkpointing of a one-op segment; chains of recomputing ops regenerate each other. With
 // recompute_all, any op whose outputs go only to op readers over direct links (or nowhere, except
 // BatchNormalization's running statistics) may recompute, keeping something or not: a chain of
-// them, a whole layer say, then keeps only what enters it.
+// them keeps only what enters it (a transformer layer: its input and the tensors several of its
+// ops read, which are tensor variables and never recompute).
 // Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
 //
 // Thread-safety: immutable after build; const methods safe from many threads.

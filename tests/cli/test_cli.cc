@@ -208,7 +208,8 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --mesh-axes 5"), "--mesh-axes");
   check_refused(run("plan " + m + " --batch 8"), "--gpus");
   check_refused(run("plan " + m + " --gpus 2 --batch 8 --recompute some"), "--recompute");
-  check_refused(run("plan " + m + " --gpus 2 --batch 8 --recompute all --no-recompute"), "--no-recompute and --recompute all contradict");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --recompute all --no-recompute"), "excludes");
+  check_refused(run("plan " + m + " --gpus 2 --batch 8 --no-recompute --recompute selective"), "excludes");
   // A run that fails leaves an existing plan file as it was and creates none.
   const std::string kept = (temp_dir() / "kept.json").string();
   { std::ofstream(kept) << "keep"; }
@@ -307,10 +308,12 @@ TEST_CASE("cli: plan --recompute all reaches less memory, records it, and evalua
   narrowed["search"]["recompute_all"] = false;
   check_refused(run("evaluate " + m + " --strategy " + write_temp("narrowed.json", narrowed.dump()) + " --point " + std::to_string(last)),
                 "has no configuration");
-  // A plan file from before --recompute all (no recompute_all) reads as selective.
-  nlohmann::json old = js;
+  // A plan file from before --recompute all (no recompute_all) reads as selective: the same point
+  // is refused, the fastest (no recompute) still matches.
+  nlohmann::json old = ja;
   old["search"].erase("recompute_all");
   const std::string older = write_temp("older.json", old.dump());
+  check_refused(run("evaluate " + m + " --strategy " + older + " --point " + std::to_string(last)), "has no configuration");
   Result o = run("evaluate " + m + " --strategy " + older + " --point 0 --json");
   CAPTURE(o.err);
   CHECK(o.code == 0);

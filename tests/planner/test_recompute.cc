@@ -34,6 +34,16 @@ Graph fork() {
   return import_onnx_bytes(b.bytes(), "fork.onnx", {.batch = 4});
 }
 
+// h = x W is a graph output and read by Relu, whose output the next MatMul keeps: the loss holds
+// h anyway.
+Graph held_by_loss() {
+  test::ModelBuilder b;
+  b.input("x", {-1, 8}).input("w", {8, 8}).input("w2", {8, 8});
+  b.node("MatMul", {"x", "w"}, {"h"}, "mm").node("Relu", {"h"}, {"r"}, "relu").node("MatMul", {"r", "w2"}, {"z"}, "mm2");
+  b.output("h").output("z");
+  return import_onnx_bytes(b.bytes(), "held.onnx", {.batch = 4});
+}
+
 StrategySpace space_of(const Graph& g, std::vector<int> mesh, bool all, const ComputeModel& compute) {
   SpaceOptions o;
   o.recompute_all = all;
@@ -130,6 +140,18 @@ TEST_CASE("recompute: a tensor variable nobody keeps is charged only for a reade
     // Kept: Relu's output r (for Relu's backward). Recomputed: r is not kept, but h is, once.
     CHECK(s.breakdown(keep)[Term::Activations] - s.breakdown(again)[Term::Activations] == doctest::Approx(r - h));
   }
+  // A graph output's copy is the loss's: a reader that recomputes from it adds nothing.
+  const Graph held = held_by_loss();
+  const StrategySpace s = space_of(held, {1}, false, compute);
+  const int relu = s.find_variable("op:relu");
+  REQUIRE(relu >= 0);
+  REQUIRE(s.variables()[static_cast<size_t>(relu)].may_recompute);
+  std::vector<int> keep(s.variables().size(), 0);
+  std::vector<int> again = keep;
+  keep[static_cast<size_t>(relu)] = config(s, relu, false);
+  again[static_cast<size_t>(relu)] = config(s, relu, true);
+  // r (kept by Relu and by the MatMul, one copy) is regenerated instead; h costs the same either way.
+  CHECK(s.breakdown(keep)[Term::Activations] - s.breakdown(again)[Term::Activations] == doctest::Approx(bytes_of(held, "r")));
 }
 
 TEST_CASE("recompute all: FT equals brute force on small real subgraphs") {
