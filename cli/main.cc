@@ -53,7 +53,6 @@ int main(int argc, char** argv) {
   pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str();
   CLI::Option* recompute = pl->add_option("--recompute", plan.recompute_mode,
                  "Which ops may recompute their activations in backward: selective (those that keep something themselves), all (any op, so chains of ops recompute: frontiers reach far lower memory, but are larger and slower to find), none")
-      ->check(CLI::IsMember({"selective", "all", "none"}))
       ->capture_default_str();
   pl->add_flag("!--no-recompute", plan.recompute, "Same as --recompute none")->excludes(recompute);
   pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");

@@ -176,7 +176,8 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   settings.cluster = load_cluster(args.cluster);
   settings.training.precision = parse_precision(args.dtype);
   settings.training.optimizer = parse_optimizer(args.optimizer);
-  if (!args.recompute && args.recompute_mode == "all") throw InputError("--no-recompute and --recompute all contradict each other");
+  // --no-recompute and --recompute exclude each other (cli/main.cc); the mode is checked here, as
+  // --optimizer and --dtype are.
   if (args.recompute_mode != "selective" && args.recompute_mode != "all" && args.recompute_mode != "none") {
     throw InputError("--recompute must be selective, all or none, not '" + args.recompute_mode + "'");
   }

@@ -65,6 +65,19 @@ int config(const StrategySpace& s, int var, bool recompute) {
   return -1;
 }
 
+// Activation bytes saved when op variable `name` recomputes rather than keeps, every other
+// variable at its first configuration (one GPU).
+double saved_by_recomputing(const StrategySpace& s, const std::string& name) {
+  const int op = s.find_variable(name);
+  REQUIRE(op >= 0);
+  REQUIRE(s.variables()[static_cast<size_t>(op)].may_recompute);
+  std::vector<int> keep(s.variables().size(), 0);
+  std::vector<int> again = keep;
+  keep[static_cast<size_t>(op)] = config(s, op, false);
+  again[static_cast<size_t>(op)] = config(s, op, true);
+  return s.breakdown(keep)[Term::Activations] - s.breakdown(again)[Term::Activations];
+}
+
 double bytes_of(const Graph& g, const std::string& tensor) {
   for (const Tensor& t : g.tensors)
     if (t.name == tensor) return static_cast<double>(t.elements() * 4);
@@ -129,29 +142,14 @@ TEST_CASE("recompute: a tensor variable nobody keeps is charged only for a reade
   for (bool all : {false, true}) {
     CAPTURE(all);
     const StrategySpace s = space_of(g, {1}, all, compute);
-    const int relu = s.find_variable("op:relu");
-    REQUIRE(relu >= 0);
-    REQUIRE(s.variables()[static_cast<size_t>(relu)].may_recompute);
-    std::vector<int> keep(s.variables().size(), 0);
-    std::vector<int> again = keep;
-    again[static_cast<size_t>(relu)] = config(s, relu, true);
-    keep[static_cast<size_t>(relu)] = config(s, relu, false);
-    const double h = bytes_of(g, "h"), r = bytes_of(g, "r");
     // Kept: Relu's output r (for Relu's backward). Recomputed: r is not kept, but h is, once.
-    CHECK(s.breakdown(keep)[Term::Activations] - s.breakdown(again)[Term::Activations] == doctest::Approx(r - h));
+    CHECK(saved_by_recomputing(s, "op:relu") == doctest::Approx(bytes_of(g, "r") - bytes_of(g, "h")));
   }
   // A graph output's copy is the loss's: a reader that recomputes from it adds nothing.
   const Graph held = held_by_loss();
   const StrategySpace s = space_of(held, {1}, false, compute);
-  const int relu = s.find_variable("op:relu");
-  REQUIRE(relu >= 0);
-  REQUIRE(s.variables()[static_cast<size_t>(relu)].may_recompute);
-  std::vector<int> keep(s.variables().size(), 0);
-  std::vector<int> again = keep;
-  keep[static_cast<size_t>(relu)] = config(s, relu, false);
-  again[static_cast<size_t>(relu)] = config(s, relu, true);
   // r (kept by Relu and by the MatMul, one copy) is regenerated instead; h costs the same either way.
-  CHECK(s.breakdown(keep)[Term::Activations] - s.breakdown(again)[Term::Activations] == doctest::Approx(bytes_of(held, "r")));
+  CHECK(saved_by_recomputing(s, "op:relu") == doctest::Approx(bytes_of(held, "r")));
 }
 
 TEST_CASE("recompute all: FT equals brute force on small real subgraphs") {
