@@ -246,6 +246,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   }
   // The Problem.
   building_ = true;
+  tensor_shape_id_.assign(g.tensors.size(), -1);
   var_terms_.resize(vars_.size());
   workspace_.resize(vars_.size());
   problem_.node_cost.resize(vars_.size());
@@ -266,36 +267,64 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     }
   }
   // Every link's transitions first, so link_terms() reads them by index, while building and after.
+  // A link's terms depend on its configurations only through the two layouts and whether each end
+  // recomputes: each such class pair is costed once (by its first configurations) and copied.
   comm_link_.resize(links_.size());
+  problem_.edges.reserve(links_.size());
+  std::vector<int32_t> from_ids, to_ids, from_class, to_class, from_first, to_first;
+  const auto classify = [](const std::vector<int32_t>& keys, std::vector<int32_t>& cls, std::vector<int32_t>& first) {
+    cls.clear();
+    first.clear();
+    for (size_t k = 0; k < keys.size(); ++k) {
+      size_t c = 0;
+      while (c < first.size() && keys[static_cast<size_t>(first[c])] != keys[k]) ++c;
+      if (c == first.size()) first.push_back(static_cast<int32_t>(k));
+      cls.push_back(static_cast<int32_t>(c));
+    }
+  };
+  std::vector<int32_t> keys;
+  std::vector<Cost> costs;
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
     const int ku = static_cast<int>(vars_[static_cast<size_t>(l.from)].configs.size());
     const int kv = static_cast<int>(vars_[static_cast<size_t>(l.to)].configs.size());
+    from_ids.clear();
+    to_ids.clear();
+    for (int a = 0; a < ku; ++a) from_ids.push_back(layout_id(from_layout(l, a)));
+    for (int b = 0; b < kv; ++b) to_ids.push_back(layout_id(to_layout(l, b)));
     comm_link_[e].reserve(static_cast<size_t>(ku) * static_cast<size_t>(kv));
     for (int a = 0; a < ku; ++a)
       for (int b = 0; b < kv; ++b) {
-        const Layout& lf = from_layout(l, a);
-        const Layout& lt = to_layout(l, b);
-        comm_link_[e].push_back(lf == lt ? -1 : transition_index(l.tensor, lf, lt, l.gradient));
+        const int32_t f = from_ids[static_cast<size_t>(a)], t = to_ids[static_cast<size_t>(b)];
+        comm_link_[e].push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
       }
-  }
-  for (size_t e = 0; e < links_.size(); ++e) {
-    const Link& l = links_[e];
+    keys.clear();
+    for (int a = 0; a < ku; ++a) keys.push_back(from_ids[static_cast<size_t>(a)] * 2 + (recomputes(l.from, a) ? 1 : 0));
+    classify(keys, from_class, from_first);
+    keys.clear();
+    for (int b = 0; b < kv; ++b) keys.push_back(to_ids[static_cast<size_t>(b)] * 2 + (recomputes(l.to, b) ? 1 : 0));
+    classify(keys, to_class, to_first);
+    costs.clear();
+    for (int32_t a : from_first)
+      for (int32_t b : to_first) {
+        const Breakdown t = link_terms(static_cast<int>(e), a, b);
+        costs.push_back({t.time(), t.memory()});
+      }
     Problem::Edge edge;
     edge.u = l.from;
     edge.v = l.to;
-    int ku = static_cast<int>(vars_[static_cast<size_t>(l.from)].configs.size());
-    int kv = static_cast<int>(vars_[static_cast<size_t>(l.to)].configs.size());
     edge.cost.reserve(static_cast<size_t>(ku) * static_cast<size_t>(kv));
     for (int a = 0; a < ku; ++a)
-      for (int b = 0; b < kv; ++b) {
-        Breakdown t = link_terms(static_cast<int>(e), a, b);
-        edge.cost.push_back({t.time(), t.memory()});
-      }
+      for (int b = 0; b < kv; ++b)
+        edge.cost.push_back(costs[static_cast<size_t>(from_class[static_cast<size_t>(a)]) * to_first.size() +
+                                  static_cast<size_t>(to_class[static_cast<size_t>(b)])]);
     problem_.edges.push_back(std::move(edge));
   }
   building_ = false;
   comm_cache_ = {};
+  layout_ids_ = {};
+  shape_ids_ = {};
+  tensor_shape_id_ = {};
   validate(problem_);
 }
 
@@ -328,11 +357,32 @@ bool StrategySpace::recomputes(int var, int config) const {
   return v.kind == VarKind::Op && v.configs[static_cast<size_t>(config)].recompute;
 }
 
-int32_t StrategySpace::transition_index(int tensor, const Layout& from, const Layout& to, bool gradient) const {
+size_t StrategySpace::TransitionKeyHash::operator()(const TransitionKey& k) const {
+  uint64_t h = static_cast<uint32_t>(k.shape);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.from);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.to);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.element_bytes) * 2u + (k.gradient ? 1u : 0u);
+  return static_cast<size_t>(h ^ (h >> 29));
+}
+
+int32_t StrategySpace::layout_id(const Layout& l) const {
+  TO_CHECK(building_);
+  return layout_ids_.try_emplace(l, static_cast<int32_t>(layout_ids_.size())).first->second;
+}
+
+int32_t StrategySpace::shape_id(int tensor) const {
+  TO_CHECK(building_);
+  int32_t& id = tensor_shape_id_[static_cast<size_t>(tensor)];
+  if (id < 0) id = shape_ids_.try_emplace(graph_->tensors[static_cast<size_t>(tensor)].shape, static_cast<int32_t>(shape_ids_.size())).first->second;
+  return id;
+}
+
+int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
+                                        bool gradient) const {
   TO_CHECK(building_);
   const Tensor& t = graph_->tensors[static_cast<size_t>(tensor)];
-  int eb = options_.training.element_bytes(t);
-  std::string key = shape_str(t.shape) + ":" + std::to_string(eb) + from.str() + to.str() + (gradient ? "g" : "");
+  const int eb = options_.training.element_bytes(t);
+  const TransitionKey key{shape_id(tensor), from_id, to_id, eb, gradient};
   if (auto it = comm_cache_.find(key); it != comm_cache_.end()) return it->second;
   CommCost c;
   RedistributePlan plan = redistribute(t.shape, eb, from, to, mesh_);
@@ -344,12 +394,12 @@ int32_t StrategySpace::transition_index(int tensor, const Layout& from, const La
   }
   const int32_t index = static_cast<int32_t>(comm_values_.size());
   comm_values_.push_back(c);
-  comm_cache_.emplace(std::move(key), index);
+  comm_cache_.emplace(key, index);
   return index;
 }
 
 StrategySpace::CommCost StrategySpace::transition(int tensor, const Layout& from, const Layout& to, bool gradient) const {
-  return comm_values_[static_cast<size_t>(transition_index(tensor, from, to, gradient))];
+  return comm_values_[static_cast<size_t>(transition_index(tensor, from, layout_id(from), to, layout_id(to), gradient))];
 }
 
 void StrategySpace::add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const {

@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -172,7 +173,6 @@ class StrategySpace {
   // Forward and backward time per collective kind of one layout transition, while building:
   // transition_index() is its place in comm_values_, each distinct transition costed once (layers
   // repeat, and so do their transitions).
-  int32_t transition_index(int tensor, const Layout& from, const Layout& to, bool gradient) const;
   CommCost transition(int tensor, const Layout& from, const Layout& to, bool gradient) const;
   void add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const;
   void add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const;
@@ -198,8 +198,29 @@ class StrategySpace {
   std::unordered_map<std::string, int> by_name_;
   Problem problem_;
   bool building_ = false;
-  mutable std::vector<CommCost> comm_values_;                    // written only while building
-  mutable std::unordered_map<std::string, int32_t> comm_cache_;  // key -> comm_values_; building only
+  // While building: every distinct layout and tensor shape gets a small id, and each distinct
+  // transition (shape, element size, from, to, gradient) is costed once, found by those ids.
+  struct TransitionKey {
+    int32_t shape, from, to;
+    int32_t element_bytes;
+    bool gradient;
+    bool operator==(const TransitionKey&) const = default;
+  };
+  struct TransitionKeyHash {
+    size_t operator()(const TransitionKey& k) const;
+  };
+  struct LayoutHash {
+    size_t operator()(const Layout& l) const { return l.hash(); }
+  };
+  int32_t layout_id(const Layout& l) const;
+  int32_t shape_id(int tensor) const;
+  int32_t transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
+                           bool gradient) const;
+  mutable std::vector<CommCost> comm_values_;  // written only while building
+  mutable std::unordered_map<TransitionKey, int32_t, TransitionKeyHash> comm_cache_;  // -> comm_values_
+  mutable std::unordered_map<Layout, int32_t, LayoutHash> layout_ids_;
+  mutable std::map<Shape, int32_t> shape_ids_;
+  mutable std::vector<int32_t> tensor_shape_id_;  // [tensor], -1 until asked
   // [link][from config * K_to + to config]: index into comm_values_, -1 when the layouts are equal
   std::vector<std::vector<int32_t>> comm_link_;
 };
