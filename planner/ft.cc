@@ -2,13 +2,17 @@
 #include "planner/ft.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "graph/error.h"
 #include "planner/elimination_order.h"
@@ -150,7 +154,19 @@ class Eliminator {
     for (int v : scope) entries *= problem_.num_configs(v);
     if (entries > static_cast<double>(options_.max_factor_points)) refuse(st, entries, 0);
     layout(st, consumed);
-    share(st);
+    StepRecord* recording = find_or_start_record(st);
+    if (st.replay) {
+      ++stats_.replayed_steps;
+      replay_share(st);
+    } else {
+      st.record = recording;
+      share(st);
+      if (recording) {
+        for (const Frontier::Point& p : st.prefix) recording->prefix_costs.push_back(p.cost);
+        recording->prefix_begin = st.prefix_begin;
+        recording->prefix_end = st.prefix_end;
+      }
+    }
 
     Factor out;
     out.scope = scope;
@@ -159,6 +175,11 @@ class Eliminator {
     stats_.entry_evaluations += static_cast<int64_t>(entries) * static_cast<int64_t>(st.kx);
     out.points = take_buffer();
     build_entries(st, static_cast<size_t>(entries), out);
+    if (recording) {
+      recording->shrink();
+      live_bytes_ += recording->bytes();
+      records_by_content_[content_hash(recording->content)].push_back(records_.size() - 1);
+    }
     add_factor(std::move(out));
     for (int id : consumed) {
       Factor& f = factors_[static_cast<size_t>(id)];
@@ -244,6 +265,15 @@ class Eliminator {
     std::vector<int64_t> offset(m);
     std::vector<Points> group(kx);
     std::vector<Frontier::Point> acc, next;
+    // When recording, each fold point's points of the cells folded so far (j + 1 after cell j).
+    std::vector<int32_t> acc_tuple, next_tuple;
+    const auto extend = [&](const std::vector<int32_t>& from, size_t width, std::vector<int32_t>& to) {
+      for (const SumChoice& c : chosen_) {
+        to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(c.i * width),
+                  from.begin() + static_cast<std::ptrdiff_t>((c.i + 1) * width));
+        to.push_back(static_cast<int32_t>(c.j));
+      }
+    };
     const size_t entries = count_entries(st);
     for (size_t e = 0; e < entries; ++e) {
       for (size_t j = 0; j < m; ++j) offset[j] = st.offset(j, digit);
@@ -253,14 +283,24 @@ class Eliminator {
         for (size_t k = 0; k < kx && st.split >= 2; ++k) {
           const Points first = st.cell(0, offset[0], k);
           acc.assign(first.begin(), first.end());
+          if (st.record) {
+            acc_tuple.resize(first.size());
+            std::iota(acc_tuple.begin(), acc_tuple.end(), 0);
+          }
           for (size_t j = 1; j + 1 < st.split; ++j) {
             next.clear();
             fold(acc, st.cell(j, offset[j], k), next);
             std::swap(acc, next);
+            if (st.record) {
+              next_tuple.clear();
+              extend(acc_tuple, j, next_tuple);
+              std::swap(acc_tuple, next_tuple);
+            }
           }
           st.prefix_begin[pa * kx + k] = static_cast<int64_t>(st.prefix.size());
           fold(acc, st.cell(st.split - 1, offset[st.split - 1], k), st.prefix);
           st.prefix_end[pa * kx + k] = static_cast<int64_t>(st.prefix.size());
+          if (st.record) extend(acc_tuple, st.split - 1, st.record->prefix_tuples);
         }
         if (st.prune) {
           for (size_t k = 0; k < kx; ++k) {
@@ -277,6 +317,83 @@ class Eliminator {
       }
       advance(st.scope, digit);
     }
+  }
+
+  // share() for a replayed step: the recorded prefix folds, each point's handle made from this
+  // step's own cells (the same pairs as share() records, in a left fold).
+  void replay_share(Step& st) {
+    const StepRecord& r = *st.replay;
+    if (st.split < 2) return;
+    const size_t kx = st.kx;
+    st.prefix = take_buffer();
+    st.prefix.resize(r.prefix_costs.size());
+    st.prefix_begin = r.prefix_begin;
+    st.prefix_end = r.prefix_end;
+    std::vector<char> prefix_done(static_cast<size_t>(st.prefix_group.count), 0);
+    std::vector<int> digit(st.scope.size(), 0);
+    const size_t entries = count_entries(st);
+    for (size_t e = 0; e < entries; ++e, advance(st.scope, digit)) {
+      const size_t pa = st.prefix_group.index(digit);
+      if (prefix_done[pa]) continue;
+      prefix_done[pa] = 1;
+      for (size_t k = 0; k < kx; ++k) {
+        for (int64_t p = r.prefix_begin[pa * kx + k]; p < r.prefix_end[pa * kx + k]; ++p) {
+          const int32_t* tuple = &r.prefix_tuples[static_cast<size_t>(p) * st.split];
+          Handle h = st.cell(0, st.offset(0, digit), k)[static_cast<size_t>(tuple[0])].handle;
+          for (size_t j = 1; j < st.split; ++j) h = pending(h, st.cell(j, st.offset(j, digit), k)[static_cast<size_t>(tuple[j])].handle);
+          st.prefix[static_cast<size_t>(p)] = {r.prefix_costs[static_cast<size_t>(p)], h};
+        }
+      }
+    }
+  }
+
+  // Steps whose consumed factors hold at most this many points may be recorded for reuse: the
+  // repeated layers of a model; the big factor carried along a chain never repeats.
+  static constexpr size_t kRecordPoints = 1 << 15;
+
+  static uint64_t content_hash(const std::vector<uint64_t>& content) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ content.size();
+    for (uint64_t v : content) h = (h ^ v) * 0x100000001B3ull + (h >> 29);
+    return h;
+  }
+
+  // Sets st.replay when an earlier step had st's content; else returns a new record for st when
+  // it is small enough to keep (options.reuse), or null.
+  StepRecord* find_or_start_record(Step& st) {
+    if (!options_.reuse) return nullptr;
+    size_t points = 0;
+    for (const Factor* f : st.cells) points += f->points.size();
+    if (points > kRecordPoints) return nullptr;
+    std::vector<uint64_t> content;
+    content.reserve(8 + st.scope.size() + 2 * points + st.cells.size() * (st.scope.size() + 8));
+    content.push_back(st.kx);
+    content.push_back(st.cells.size());
+    for (int v : st.scope) content.push_back(static_cast<uint64_t>(problem_.num_configs(v)));
+    for (size_t j = 0; j < st.cells.size(); ++j) {
+      const Factor& f = *st.cells[j];
+      content.push_back(static_cast<uint64_t>(st.stride_x[j]));
+      for (int64_t stride : st.stride_of[j]) content.push_back(static_cast<uint64_t>(stride));
+      content.push_back(f.start.size());
+      for (int64_t b : f.start) content.push_back(static_cast<uint64_t>(b));
+      for (const Frontier::Point& p : f.points) {
+        content.push_back(std::bit_cast<uint64_t>(p.cost.time));
+        content.push_back(std::bit_cast<uint64_t>(p.cost.memory));
+      }
+    }
+    const uint64_t hash = content_hash(content);
+    if (const auto it = records_by_content_.find(hash); it != records_by_content_.end()) {
+      for (size_t r : it->second) {
+        if (records_[r]->content == content) {
+          st.replay = records_[r].get();
+          return nullptr;
+        }
+      }
+    }
+    // Kept from the second time its content's hash comes up: a step seen once costs 8 bytes.
+    if (seen_.insert(hash).second) return nullptr;
+    records_.push_back(std::make_unique<StepRecord>());
+    records_.back()->content = std::move(content);
+    return records_.back().get();
   }
 
   size_t count_entries(const Step& st) const {
@@ -330,14 +447,23 @@ class Eliminator {
     const size_t batch = threads * block * 8;  // entries computed before their records are made
     std::vector<std::vector<Chosen>> results((batch + block - 1) / block);
     std::vector<std::vector<size_t>> ends(results.size());
+    std::vector<Recorded> recorded(st.record ? results.size() : 0);
     memo_.resize(scratch_.size(), kNoHandle);
     for (size_t first = 0; first < entries; first += batch) {
       const size_t last = std::min(entries, first + batch);
       const size_t blocks = (last - first + block - 1) / block;
       parallel_for(blocks, [&](size_t b) {
         const size_t begin = first + b * block;
-        compute_block(st, begin, std::min(last, begin + block), results[b], ends[b]);
+        compute_block(st, begin, std::min(last, begin + block), results[b], ends[b], st.record ? &recorded[b] : nullptr);
       }, threads);
+      if (st.record) {
+        for (size_t b = 0; b < blocks; ++b) {
+          std::vector<ReplayChoice>& chosen = st.record->chosen;
+          const size_t base = chosen.size();
+          chosen.insert(chosen.end(), recorded[b].chosen.begin(), recorded[b].chosen.end());
+          for (size_t n : recorded[b].ends) st.record->ends.push_back(base + n);
+        }
+      }
       size_t needed = out.points.size();
       for (size_t b = 0; b < blocks; ++b) needed += results[b].size();
       if (needed > out.points.capacity()) out.points.reserve(std::max(needed, 2 * out.points.capacity()));
@@ -370,19 +496,24 @@ class Eliminator {
   // be lower than k or cover one of the two strictly (then every sum of k is strictly dominated).
   // This relation has no cycle (covering both ways means equal frontiers, never strict), so every
   // left-out k has a kept k' covering it.
+  // A block's sums as positions, before known-cost pruning, for the step's record.
+  struct Recorded {
+    std::vector<ReplayChoice> chosen;
+    std::vector<size_t> ends;  // [entry of the block]
+  };
+
   void compute_block(const Step& st, size_t begin, size_t end, std::vector<Chosen>& out,
-                     std::vector<size_t>& ends) const {
+                     std::vector<size_t>& ends, Recorded* record) const {
     const size_t kx = st.kx;
     const size_t m = st.cells.size();
     out.clear();
     ends.clear();
-    std::vector<int> digit(st.scope.size(), 0);
-    size_t rest = begin;
-    for (size_t p = st.scope.size(); p-- > 0;) {
-      const size_t k = static_cast<size_t>(problem_.num_configs(st.scope[p]));
-      digit[p] = static_cast<int>(rest % k);
-      rest /= k;
+    if (record) {
+      record->chosen.clear();
+      record->ends.clear();
     }
+    if (st.replay) return replay_block(st, begin, end, out, ends);
+    std::vector<int> digit = digits_of(st, begin);
     std::vector<int64_t> offset(m);
     std::vector<SumTerm> terms;
     std::vector<int> config;
@@ -407,6 +538,14 @@ class Eliminator {
       }
       union_of_sums(terms, chosen);
       if (delta_ > 0) epsilon_filter(chosen);
+      if (record) {
+        for (const SumChoice& c : chosen) {
+          const SumTerm& t = terms[c.term];
+          const int64_t prefix = st.split >= 2 ? (t.a.data() - st.prefix.data()) + c.i : c.i;
+          record->chosen.push_back({c.cost, config[c.term], static_cast<int32_t>(prefix), static_cast<int32_t>(c.j)});
+        }
+        record->ends.push_back(record->chosen.size());
+      }
       if (known_) {
         std::erase_if(chosen, [&](const SumChoice& c) { return known_->beat_every_completion(c.cost, step_, e); });
       }
@@ -417,6 +556,39 @@ class Eliminator {
       ends.push_back(out.size());
       advance(st.scope, digit);
     }
+  }
+
+  // compute_block for a replayed step: the recorded sums, pruned by known costs as this step's
+  // own, with the handles of this step's prefix folds and cells.
+  void replay_block(const Step& st, size_t begin, size_t end, std::vector<Chosen>& out, std::vector<size_t>& ends) const {
+    const StepRecord& r = *st.replay;
+    const size_t m = st.cells.size();
+    std::vector<int> digit = digits_of(st, begin);
+    for (size_t e = begin; e < end; ++e, advance(st.scope, digit)) {
+      const int64_t first = st.split >= 2 ? 0 : st.offset(0, digit);
+      const int64_t last = m >= 2 ? st.offset(m - 1, digit) : 0;
+      for (size_t i = e == 0 ? 0 : r.ends[e - 1]; i < r.ends[e]; ++i) {
+        const ReplayChoice& c = r.chosen[i];
+        if (known_ && known_->beat_every_completion(c.cost, step_, e)) continue;
+        const size_t k = static_cast<size_t>(c.config);
+        const Handle prefix = st.split >= 2 ? st.prefix[static_cast<size_t>(c.prefix)].handle
+                                            : st.cell(0, first, k)[static_cast<size_t>(c.prefix)].handle;
+        const Handle rest = m >= 2 ? st.cell(m - 1, last, k)[static_cast<size_t>(c.last)].handle : kNoHandle;
+        out.push_back({c.cost, c.config, prefix, rest});
+      }
+      ends.push_back(out.size());
+    }
+  }
+
+  // The scope digits of entry e (row-major, last position fastest).
+  std::vector<int> digits_of(const Step& st, size_t e) const {
+    std::vector<int> digit(st.scope.size(), 0);
+    for (size_t p = st.scope.size(); p-- > 0;) {
+      const size_t k = static_cast<size_t>(problem_.num_configs(st.scope[p]));
+      digit[p] = static_cast<int>(e % k);
+      e /= k;
+    }
+    return digit;
   }
 
   // epsilon_prune (frontier.h) on the costs, keeping the choices of the points it keeps.
@@ -492,6 +664,9 @@ class Eliminator {
   std::vector<Handle> memo_;
   std::vector<SumChoice> chosen_;
   std::vector<std::vector<Frontier::Point>> spare_;  // see take_buffer
+  std::vector<std::unique_ptr<StepRecord>> records_;  // steps kept for reuse (find_or_start_record)
+  std::unordered_map<uint64_t, std::vector<size_t>> records_by_content_;  // content_hash -> records_
+  std::unordered_set<uint64_t> seen_;  // content_hash of every step small enough to record
   const std::vector<Frontier::Point> zero_{Frontier::zero().points()};
 };
 

@@ -25,6 +25,16 @@
 // built on options.threads threads; their provenance records are made afterwards in entry order,
 // so the result does not depend on the number of threads.
 //
+// Repeated steps. A model's repeated layers make elimination steps that consume factors of the
+// same content: the same configuration counts and places in the scope, and bit for bit the same
+// costs. Such a step computes the same folds and keeps the same sums, only their provenance
+// differs. The second step with a given content (its hash seen before, the factors together at
+// most 2^15 points) records its work as positions into its factors; every later step whose content
+// equals a record's, compared whole, replays it: the recorded sums read against its own factors'
+// handles, then pruned by known costs as its own (those depend on the step). The result is the
+// one computing every step gives (options.reuse = false), provenance records aside. Records count
+// in the working set.
+//
 // Epsilon. With epsilon = 0 (default) the result is the exact frontier. With epsilon > 0 every
 // built factor entry is epsilon_prune'd with delta = (1+epsilon)^(1/L) - 1, L = the depth of the
 // elimination tree (EliminationOrder::depth). Why that suffices: by induction over the order, for
@@ -105,6 +115,9 @@ struct FtOptions {
   // *order) (their values are not checked).
   std::shared_ptr<const EliminationOrder> order;
   std::shared_ptr<const OutsideBounds> bounds;
+  // Replay steps whose content repeats an earlier step's (see "Repeated steps" above). The result
+  // does not depend on it; false is for tests and measurements.
+  bool reuse = true;
 };
 
 struct FrontierPoint {
@@ -122,6 +135,7 @@ struct FtStats {
   int64_t peak_bytes = 0;  // factors (entries, points, a few reused buffers) plus provenance records
   int64_t provenance_records = 0;
   int parallel_steps = 0;            // eliminations whose entries were built on several threads
+  int replayed_steps = 0;            // eliminations that replayed an earlier one's (options.reuse)
   double seconds = 0;
 };
 

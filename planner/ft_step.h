@@ -65,6 +65,47 @@ struct Group {
   }
 };
 
+// A sum an entry kept, by position instead of handle: x's configuration, the prefix point (an
+// index into the step's prefix folds when split >= 2, else into the first cell's entry) and the
+// point of the last cell's entry.
+struct ReplayChoice {
+  Cost cost;
+  int32_t config;
+  int32_t prefix;
+  int32_t last;
+};
+
+// One step's work, kept so that a later step with the same content replays it (ft.h "Repeated
+// steps"). content is the step's signature, compared whole: x's and the scope's configuration
+// counts, each consumed factor's place in the scope, entry bounds and every point's cost, bit for
+// bit. Two steps with equal content compute the same folds and the same sums, so the positions
+// recorded here, read against the later step's own factors, give its result with its own
+// provenance. The entries' choices are kept before known-cost pruning, which depends on the step.
+struct StepRecord {
+  std::vector<uint64_t> content;
+  std::vector<Cost> prefix_costs;                 // Step::prefix's costs
+  std::vector<int64_t> prefix_begin, prefix_end;  // as in Step
+  std::vector<int32_t> prefix_tuples;             // [prefix point * split + j]: its point of cell j
+  std::vector<ReplayChoice> chosen;               // every entry's kept sums, in entry order
+  std::vector<size_t> ends;                       // [entry]: end of its sums in chosen
+
+  void shrink() {
+    content.shrink_to_fit();
+    prefix_costs.shrink_to_fit();
+    prefix_begin.shrink_to_fit();
+    prefix_end.shrink_to_fit();
+    prefix_tuples.shrink_to_fit();
+    chosen.shrink_to_fit();
+    ends.shrink_to_fit();
+  }
+  int64_t bytes() const {
+    return static_cast<int64_t>(content.capacity() * sizeof(uint64_t) + prefix_costs.capacity() * sizeof(Cost) +
+                                (prefix_begin.capacity() + prefix_end.capacity()) * sizeof(int64_t) +
+                                prefix_tuples.capacity() * sizeof(int32_t) + chosen.capacity() * sizeof(ReplayChoice) +
+                                ends.capacity() * sizeof(size_t));
+  }
+};
+
 // What one elimination shares between the entries of the factor it builds.
 //
 // For configuration k of x an entry's frontier is the left fold c_0 + ... + c_{m-1} of the
@@ -85,6 +126,8 @@ struct Step {
   std::vector<int64_t> prefix_begin, prefix_end;  // [prefix index * kx + k] into prefix
   bool prune = false;                           // configurations may be left out (2 <= kx <= 64)
   std::vector<CoverMask> prefix_cover, last_cover;  // [index * kx + k]
+  const StepRecord* replay = nullptr;           // an earlier step with this content: its work is read back
+  StepRecord* record = nullptr;                 // else, where this step's work is kept, when it may repeat
 
   int64_t offset(size_t j, const std::vector<int>& digit) const {
     int64_t at = 0;
@@ -105,5 +148,6 @@ struct Chosen {
   int config;
   Handle prefix, last;
 };
+
 
 }  // namespace tensoropt::planner::ft_detail

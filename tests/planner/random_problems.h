@@ -114,6 +114,32 @@ inline Problem random_problem(Shape shape, int n, int max_k, int range, int edge
   return p;
 }
 
+// `layers` copies of one random block, as a model repeats its layers: block i has a boundary
+// node a_i and two inner nodes b_i, c_i (a diamond a_i -> b_i, c_i -> a_{i+1}), every copy with
+// the same costs; a_layers closes the chain. tie: an edge a_0 - a_layers too (GPT-2's tied
+// embedding makes such a cycle).
+inline Problem repeated_layers(int layers, int k, int range, bool tie, Rng& rng) {
+  std::vector<std::vector<Cost>> node(3);
+  for (auto& costs : node)
+    for (int c = 0; c < k; ++c) costs.push_back(draw_cost(rng, range));
+  std::vector<std::vector<Cost>> edge(4);
+  for (auto& costs : edge)
+    for (int c = 0; c < k * k; ++c) costs.push_back(draw_cost(rng, range));
+  Problem p;
+  const auto a = [](int i) { return 3 * i; };
+  for (int i = 0; i < layers; ++i)
+    for (const auto& costs : node) p.node_cost.push_back(costs);
+  p.node_cost.push_back(node[0]);
+  for (int i = 0; i < layers; ++i) {
+    p.edges.push_back({a(i), a(i) + 1, edge[0]});
+    p.edges.push_back({a(i), a(i) + 2, edge[1]});
+    p.edges.push_back({a(i) + 1, a(i + 1), edge[2]});
+    p.edges.push_back({a(i) + 2, a(i + 1), edge[3]});
+  }
+  if (tie) p.edges.push_back({a(0), a(layers), edge[0]});
+  return p;
+}
+
 inline std::string render(const FtResult& r, bool with_assignments = false) {
   std::string out;
   char buf[80];

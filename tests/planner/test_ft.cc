@@ -201,6 +201,46 @@ TEST_CASE("ft: the result does not depend on the number of threads") {
   CHECK(assignments_that_evaluate_to_their_cost(ring, parallel) == static_cast<int>(parallel.points.size()));
 }
 
+TEST_CASE("ft: steps that repeat an earlier one's content are replayed, with the same result") {
+  // Without reuse every step is computed; with it, the same frontier and the same strategies,
+  // whatever else prunes the entries (known costs depend on the step, epsilon does not).
+  const auto both = [](const Problem& p, FtOptions options) {
+    options.reuse = false;
+    const FtResult computed = solve_ft(p, options);
+    options.reuse = true;
+    const FtResult replayed = solve_ft(p, options);
+    CHECK(computed.stats.replayed_steps == 0);
+    CHECK(replayed.stats.replayed_steps > 0);
+    CHECK(render(replayed, true) == render(computed, true));
+    CHECK(assignments_that_evaluate_to_their_cost(p, replayed) == static_cast<int>(replayed.points.size()));
+    return replayed;
+  };
+  Rng rng(4242);
+  for (int round = 0; round < 12; ++round) {
+    // 10 nodes, brute force is cheap. The tie makes a cycle, so the inner nodes of each layer go
+    // before the layers are joined (on an open chain the order sweeps from one end, and no step
+    // repeats: the swept factor grows).
+    const Problem small = repeated_layers(3, 2 + round % 2, 9, /*tie=*/true, rng);
+    CAPTURE(round);
+    const FtResult bf = solve_brute_force(small);
+    const FtResult ft = both(small, {});
+    CHECK(render(ft) == render(bf));
+    FtOptions known;
+    for (size_t i = 0; i < bf.points.size(); i += 2) known.known.push_back(bf.points[i].cost);
+    const FtResult pruned = both(small, known);
+    CHECK(render(pruned) == render(bf));  // known costs are frontier points: nothing strictly beats one
+    FtOptions thinned;
+    thinned.epsilon = 0.2;
+    both(small, thinned);
+  }
+  // Deeper and wider, on several threads: every layer after the first two is replayed.
+  const Problem deep = repeated_layers(24, 6, 200, true, rng);
+  FtOptions four;
+  four.threads = 4;
+  const FtResult r = both(deep, four);
+  CHECK(r.stats.replayed_steps >= 2 * 20);
+}
+
 TEST_CASE("ft: chains and trees build factors of one node; degenerate problems") {
   Rng rng(5);
   const Problem chain = random_problem(Shape::kChain, 40, 6, 20, 1, rng);
