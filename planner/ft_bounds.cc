@@ -2,10 +2,13 @@
 #include "planner/ft_bounds.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace tensoropt::planner {
 namespace {
@@ -27,6 +30,12 @@ struct Joint {
   std::vector<int> nodes;                    // scope..., x
   std::vector<int> configs;                  // [position]
   std::vector<std::vector<int64_t>> stride;  // [table][position]
+};
+
+// A step kept for steps with the same content (Elimination::visit_content).
+struct Record {
+  std::vector<uint64_t> content;  // visit_content's sequence
+  std::vector<double> value;      // the step's table
 };
 
 // Min-plus elimination of several weighted objectives at once (each minimised on its own),
@@ -76,21 +85,37 @@ class Elimination {
       t.stride = row_major_strides(problem, scope);
       size_t entries = 1;
       for (int v : scope) entries *= static_cast<size_t>(problem.num_configs(v));
-      t.value.assign(entries * n_, kInf);
       consumed_.push_back(consumed);
       const Joint j = joint(s);
-      std::vector<const double*> values;
-      for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
-      std::vector<double> acc(static_cast<size_t>(j.configs.back()) * n_);
-      const size_t w = n_;
-      for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
-        sum_over_x(values, at, xs, kx, w, acc.data());
-        double* best = t.value.data() + entry * static_cast<int64_t>(w);
-        for (int k = 0; k < kx; ++k) {
-          const double* a = acc.data() + static_cast<size_t>(k) * w;
-          for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], a[o]);
+      // A model's repeated layers repeat steps: a step whose consumed tables equal an earlier
+      // recorded step's, bit for bit and in the same places, takes its table.
+      uint64_t hash = 0x9E3779B97F4A7C15ull;
+      visit_content(j, consumed, [&](uint64_t v) { hash = (hash ^ v) * 0x100000001B3ull + (hash >> 29); });
+      if (const Record* same = find_record(hash, j, consumed)) {
+        t.value = same->value;
+      } else {
+        t.value.assign(entries * n_, kInf);
+        std::vector<const double*> values;
+        for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
+        std::vector<double> acc(static_cast<size_t>(j.configs.back()) * n_);
+        const size_t w = n_;
+        for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int kx) {
+          sum_over_x(values, at, xs, kx, w, acc.data());
+          double* best = t.value.data() + entry * static_cast<int64_t>(w);
+          for (int k = 0; k < kx; ++k) {
+            const double* a = acc.data() + static_cast<size_t>(k) * w;
+            for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], a[o]);
+          }
+        });
+        // Recorded from the second time its hash comes up (a step seen once costs 8 bytes).
+        if (!seen_.insert(hash).second) {
+          Record r;
+          visit_content(j, consumed, [&](uint64_t v) { r.content.push_back(v); });
+          r.value = t.value;
+          records_by_hash_[hash].push_back(records_.size());
+          records_.push_back(std::move(r));
         }
-      });
+      }
       add(std::move(t));
       live.push_back(true);
     }
@@ -209,6 +234,36 @@ class Elimination {
 
   const Table& created(size_t step) const { return tables_[static_cast<size_t>(first_created_) + step]; }
 
+  // A step's content, as FT's repeated steps (ft.h): the joint configuration counts, and per
+  // consumed table its strides in the joint and its values' bits.
+  template <class Fn>
+  void visit_content(const Joint& j, const std::vector<int>& consumed, const Fn& fn) const {
+    fn(j.configs.size());
+    for (int c : j.configs) fn(static_cast<uint64_t>(c));
+    for (size_t f = 0; f < consumed.size(); ++f) {
+      for (int64_t stride : j.stride[f]) fn(static_cast<uint64_t>(stride));
+      const std::vector<double>& value = tables_[static_cast<size_t>(consumed[f])].value;
+      fn(value.size());
+      for (double v : value) fn(std::bit_cast<uint64_t>(v));
+    }
+  }
+
+  const Record* find_record(uint64_t hash, const Joint& j, const std::vector<int>& consumed) const {
+    const auto it = records_by_hash_.find(hash);
+    if (it == records_by_hash_.end()) return nullptr;
+    for (size_t r : it->second) {
+      const std::vector<uint64_t>& content = records_[r].content;
+      size_t i = 0;
+      bool equal = true;
+      visit_content(j, consumed, [&](uint64_t v) {
+        equal = equal && i < content.size() && content[i] == v;
+        ++i;
+      });
+      if (equal && i == content.size()) return &records_[r];
+    }
+    return nullptr;
+  }
+
   Joint joint(size_t s) const {
     Joint j;
     j.nodes = order_.scopes[s];
@@ -278,6 +333,9 @@ class Elimination {
   std::vector<std::vector<int>> by_node_;
   std::vector<std::vector<int>> consumed_;  // [step] table ids
   int first_created_ = 0;
+  std::vector<Record> records_;
+  std::unordered_map<uint64_t, std::vector<size_t>> records_by_hash_;
+  std::unordered_set<uint64_t> seen_;
 };
 
 }  // namespace
