@@ -91,6 +91,50 @@ std::vector<Cost> pareto(std::vector<Cost> all) {
   return kept;
 }
 
+
+// Checks every step's outside bounds against enumeration; returns the entries checked.
+int check_outside_bounds(const Problem& p) {
+  const EliminationOrder order = greedy_elimination_order(p);
+  const OutsideBounds bounds = outside_bounds(p, order);
+  const std::vector<std::set<int>> inside = inside_items(p, order);
+  const auto assignments = all_assignments(p);
+  REQUIRE(bounds.step.size() == order.order.size());
+  int checked = 0;
+  for (size_t step = 0; step < order.order.size(); ++step) {
+    const std::vector<int>& scope = order.scopes[step];
+    size_t entries = 1;
+    for (int v : scope) entries *= static_cast<size_t>(p.num_configs(v));
+    REQUIRE(bounds.step[step].size() == entries);
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    std::vector<Cost> least(entries, Cost{kInf, kInf});
+    for (const auto& a : assignments) {
+      size_t entry = 0;
+      for (int v : scope) entry = entry * static_cast<size_t>(p.num_configs(v)) + static_cast<size_t>(a[static_cast<size_t>(v)]);
+      const Cost c = outside_cost(p, inside[step], a);
+      least[entry] = {std::min(least[entry].time, c.time), std::min(least[entry].memory, c.memory)};
+    }
+    for (size_t e = 0; e < entries; ++e) {
+      CHECK(bounds.step[step][e] == least[e]);
+      ++checked;
+    }
+  }
+  return checked;
+}
+
+// Checks that weighted_optima's assignments reach the least weighted sum of any strategy.
+void check_weighted_optima(const Problem& p) {
+  const EliminationOrder order = greedy_elimination_order(p);
+  const std::vector<Cost> weights = {{1, 0}, {0, 1}, {1, 1}, {1, 0.25}, {3, 1}};
+  const std::vector<std::vector<int>> optima = weighted_optima(p, order, weights);
+  REQUIRE(optima.size() == weights.size());
+  for (size_t o = 0; o < weights.size(); ++o) {
+    const Cost got = evaluate(p, optima[o]);
+    double best = std::numeric_limits<double>::infinity();
+    for (Cost c : all_strategy_costs(p)) best = std::min(best, weights[o].time * c.time + weights[o].memory * c.memory);
+    CHECK(weights[o].time * got.time + weights[o].memory * got.memory == best);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("ft bounds: outside bounds are the exact least time and memory of what each factor leaves out") {
@@ -102,30 +146,11 @@ TEST_CASE("ft bounds: outside bounds are the exact least time and memory of what
       const Problem p = random_problem(shape, rng.in(2, 7), /*max_k=*/3, /*range=*/9, 1, rng);
       CAPTURE(shape_name(shape));
       CAPTURE(round);
-      const EliminationOrder order = greedy_elimination_order(p);
-      const OutsideBounds bounds = outside_bounds(p, order);
-      const std::vector<std::set<int>> inside = inside_items(p, order);
-      const auto assignments = all_assignments(p);
-      REQUIRE(bounds.step.size() == order.order.size());
-      for (size_t step = 0; step < order.order.size(); ++step) {
-        const std::vector<int>& scope = order.scopes[step];
-        size_t entries = 1;
-        for (int v : scope) entries *= static_cast<size_t>(p.num_configs(v));
-        REQUIRE(bounds.step[step].size() == entries);
-        constexpr double kInf = std::numeric_limits<double>::infinity();
-        std::vector<Cost> least(entries, Cost{kInf, kInf});
-        for (const auto& a : assignments) {
-          size_t entry = 0;
-          for (int v : scope) entry = entry * static_cast<size_t>(p.num_configs(v)) + static_cast<size_t>(a[static_cast<size_t>(v)]);
-          const Cost c = outside_cost(p, inside[step], a);
-          least[entry] = {std::min(least[entry].time, c.time), std::min(least[entry].memory, c.memory)};
-        }
-        for (size_t e = 0; e < entries; ++e) {
-          CHECK(bounds.step[step][e] == least[e]);
-          ++checked;
-        }
-      }
+      checked += check_outside_bounds(p);
     }
+    // Repeated layers: their inner steps repeat, and the elimination takes the recorded tables.
+    CAPTURE(round);
+    checked += check_outside_bounds(repeated_layers(3, 2 + round % 2, 9, /*tie=*/true, rng));
   }
   CHECK(checked > 300);
 }
@@ -133,19 +158,8 @@ TEST_CASE("ft bounds: outside bounds are the exact least time and memory of what
 TEST_CASE("ft bounds: weighted optima are exact minima of the weighted sum") {
   Rng rng(78);
   for (int round = 0; round < 8; ++round) {
-    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {
-      const Problem p = random_problem(static_cast<Shape>(s), rng.in(2, 7), 3, 9, 1, rng);
-      const EliminationOrder order = greedy_elimination_order(p);
-      const std::vector<Cost> weights = {{1, 0}, {0, 1}, {1, 1}, {1, 0.25}, {3, 1}};
-      const std::vector<std::vector<int>> optima = weighted_optima(p, order, weights);
-      REQUIRE(optima.size() == weights.size());
-      for (size_t o = 0; o < weights.size(); ++o) {
-        const Cost got = evaluate(p, optima[o]);
-        double best = std::numeric_limits<double>::infinity();
-        for (Cost c : all_strategy_costs(p)) best = std::min(best, weights[o].time * c.time + weights[o].memory * c.memory);
-        CHECK(weights[o].time * got.time + weights[o].memory * got.memory == best);
-      }
-    }
+    for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) check_weighted_optima(random_problem(static_cast<Shape>(s), rng.in(2, 7), 3, 9, 1, rng));
+    check_weighted_optima(repeated_layers(3, 2 + round % 2, 9, /*tie=*/true, rng));
   }
   const Problem p = random_problem(Shape::kChain, 3, 2, 9, 1, rng);
   const EliminationOrder order = greedy_elimination_order(p);
