@@ -244,6 +244,9 @@ std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int m
 
 namespace {
 
+// Meshes whose fastest hull strategies are this close (relatively) are solved side by side first.
+constexpr double kSameFastest = 0.01;
+
 // A few strategies of `problem` that are optimal for weighted sums of time and memory (the
 // frontier's convex hull, coarsely). hull_ends: the fastest and the smallest, and the exchange
 // rate between them (seconds per byte) that makes both equally good; hull_fill: the optima for
@@ -341,7 +344,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return solve_with_fallback(*slot.space, {}, ft, approximation);
   };
   std::mutex progress_lock;
-  const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes) {
+  const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes, bool first_wave) {
     Slot& slot = slots[i];
     const StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
@@ -355,8 +358,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ft.max_bytes = max_bytes;
     // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
     // one of a wave finishes early the others take its cores.
-    // The first mesh has no other frontier to be pruned by: more of its own hull instead.
-    if (i == solve_order.front() && slot.exact) hull_fill(space.problem(), *slot.order, slot.hull);
+    // The first wave has no other frontier to be pruned by: more of its own hull instead.
+    if (first_wave && slot.exact) hull_fill(space.problem(), *slot.order, slot.hull);
     ft.known = slot.hull.costs;
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
@@ -395,16 +398,23 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     for (const FrontierPoint& p : slot.result.points) slot.costs.push_back({p.cost.time, p.cost.memory + space.workspace(p.assignment)});
     ms.ft = slot.result.stats;
   };
-  // The first (most promising) mesh alone; then the others in waves of one per hardware thread,
-  // each knowing the frontiers of the waves before it (so what a mesh leaves out does not depend
-  // on timing).
+  // The first wave: the most promising mesh, and beside it (up to one per hardware thread) the
+  // meshes whose fastest hull strategy is as fast within kSameFastest: meshes this close share
+  // most of the frontier, so one would prune little of the other, and solving them one after the
+  // other leaves cores idle (GPT-2 XL's [2,4] and [4,2] on 8 GPUs). Then the others in waves of one
+  // per hardware thread, each knowing the frontiers of the waves before it. The waves depend only
+  // on the hulls, so what a mesh leaves out does not depend on timing.
   std::vector<Cost> found;  // full costs of the frontier points of the meshes solved so far
   const size_t wave = std::max(1u, std::thread::hardware_concurrency());
+  size_t first_wave = 1;
+  while (first_wave < std::min(wave, solve_order.size()) &&
+         fastest(solve_order[first_wave]) <= fastest(solve_order[0]) * (1 + kSameFastest))
+    ++first_wave;
   for (size_t done = 0; done < solve_order.size();) {
-    const size_t size = done == 0 ? 1 : std::min(wave, solve_order.size() - done);
+    const size_t size = done == 0 ? first_wave : std::min(wave, solve_order.size() - done);
     // Meshes solved side by side share the planner memory limit.
     const int64_t share = options.max_planner_bytes / static_cast<int64_t>(size);
-    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, share); });
+    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, share, done == 0); });
     for (size_t k = 0; k < size; ++k) {
       const Slot& slot = slots[solve_order[done + k]];
       found.insert(found.end(), slot.costs.begin(), slot.costs.end());
