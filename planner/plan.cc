@@ -308,11 +308,14 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     const Problem& problem = slot.space->problem();
     slot.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(problem));
     slot.exact = tractable(problem, *slot.order);
-    if (slot.exact) {
-      slot.hull = hull_ends(problem, *slot.order);
-      slot.bounds = std::make_shared<const OutsideBounds>(outside_bounds(problem, *slot.order));
-    }
+    if (slot.exact) slot.hull = hull_ends(problem, *slot.order);
   });
+  // A tractable mesh's outside bounds (for FT's known strategies), computed when the schedule
+  // below has a thread free for them.
+  const auto add_bounds = [&](size_t i) {
+    Slot& slot = slots[i];
+    if (slot.exact) slot.bounds = std::make_shared<const OutsideBounds>(outside_bounds(slot.space->problem(), *slot.order));
+  };
 
   // Solve the most promising meshes first (fastest hull strategy): each frontier found lets FT
   // leave out, on the later meshes, what it strictly dominates. Known costs from another mesh are
@@ -344,7 +347,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     return solve_with_fallback(*slot.space, {}, ft, approximation);
   };
   std::mutex progress_lock;
-  const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes, bool first_wave) {
+  const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes) {
     Slot& slot = slots[i];
     const StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
@@ -358,8 +361,6 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     ft.max_bytes = max_bytes;
     // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
     // one of a wave finishes early the others take its cores.
-    // The first wave has no other frontier to be pruned by: more of its own hull instead.
-    if (first_wave && slot.exact) hull_fill(space.problem(), *slot.order, slot.hull);
     ft.known = slot.hull.costs;
     const double floor = space.workspace_floor();
     for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
@@ -401,26 +402,35 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   // The first wave: the most promising mesh, and beside it (up to one per hardware thread) the
   // meshes whose fastest hull strategy is as fast within kSameFastest: meshes this close share
   // most of the frontier, so one would prune little of the other, and solving them one after the
-  // other leaves cores idle (GPT-2 XL's [2,4] and [4,2] on 8 GPUs). Then the others in waves of one
-  // per hardware thread, each knowing the frontiers of the waves before it. The waves depend only
-  // on the hulls, so what a mesh leaves out does not depend on timing.
-  std::vector<Cost> found;  // full costs of the frontier points of the meshes solved so far
-  const size_t wave = std::max(1u, std::thread::hardware_concurrency());
+  // other leaves cores idle (GPT-2 XL's [2,4] and [4,2] on 8 GPUs). It has no other frontier to be
+  // pruned by, so more of its own hull instead (hull_fill), found beside its outside bounds; the
+  // other meshes' bounds are found while it is solved. Then all the others, one per hardware
+  // thread at a time, each knowing the first wave's frontiers: the meshes that matter most are in
+  // it, so they prune the rest, and no thread waits for a slow mesh of a wave. What a mesh leaves
+  // out depends only on the hulls, never on timing.
+  std::vector<Cost> found;  // full costs of the frontier points of the first wave
+  const size_t threads = std::max(1u, std::thread::hardware_concurrency());
   size_t first_wave = 1;
-  while (first_wave < std::min(wave, solve_order.size()) &&
+  while (first_wave < std::min(threads, solve_order.size()) &&
          fastest(solve_order[first_wave]) <= fastest(solve_order[0]) * (1 + kSameFastest))
     ++first_wave;
-  for (size_t done = 0; done < solve_order.size();) {
-    const size_t size = done == 0 ? first_wave : std::min(wave, solve_order.size() - done);
-    // Meshes solved side by side share the planner memory limit.
-    const int64_t share = options.max_planner_bytes / static_cast<int64_t>(size);
-    parallel_for(size, [&](size_t k) { solve(solve_order[done + k], found, share, done == 0); });
-    for (size_t k = 0; k < size; ++k) {
-      const Slot& slot = slots[solve_order[done + k]];
-      found.insert(found.end(), slot.costs.begin(), slot.costs.end());
-    }
-    done += size;
+  parallel_for(2 * first_wave, [&](size_t k) {
+    const size_t i = solve_order[k % first_wave];
+    if (k >= first_wave) return add_bounds(i);
+    if (slots[i].exact) hull_fill(slots[i].space->problem(), *slots[i].order, slots[i].hull);
+  });
+  // Meshes solved side by side share the planner memory limit.
+  const size_t rest = solve_order.size() - first_wave;
+  parallel_for(first_wave + rest, [&](size_t k) {
+    if (k < first_wave) return solve(solve_order[k], found, options.max_planner_bytes / static_cast<int64_t>(first_wave));
+    add_bounds(solve_order[k]);
+  });
+  for (size_t k = 0; k < first_wave; ++k) {
+    const Slot& slot = slots[solve_order[k]];
+    found.insert(found.end(), slot.costs.begin(), slot.costs.end());
   }
+  const int64_t share = options.max_planner_bytes / static_cast<int64_t>(std::max<size_t>(1, std::min(threads, rest)));
+  parallel_for(rest, [&](size_t k) { solve(solve_order[first_wave + k], found, share); });
 
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
   std::vector<PlanPoint> all;
