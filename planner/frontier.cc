@@ -216,7 +216,30 @@ class HeadHeap {
 // list's first sum, the next list that could (its memory at the longer side's last point beats
 // the best) is queued. Every sum skipped has time >= the popped one and memory >= the best, so
 // it is weakly dominated by a kept point.
-void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) {
+namespace {
+
+// The least memory a sum of time >= t may have without being above the ceiling; t must not
+// decrease between calls (sums leave union_of_sums' heap in time order).
+class CeilingWalk {
+ public:
+  explicit CeilingWalk(const SumCeiling& c) : c_(c) {}
+  double memory_at(double t) {
+    while (next_ < c_.points.size() && c_.time_scale * c_.points[next_].time + c_.time_shift <= t) {
+      memory_ = c_.memory_scale * c_.points[next_].memory + c_.memory_shift;
+      ++next_;
+    }
+    return memory_;
+  }
+
+ private:
+  const SumCeiling& c_;
+  size_t next_ = 0;
+  double memory_ = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace
+
+void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, const SumCeiling& ceiling) {
   struct Side {
     const Frontier::Point* shorter;
     const Frontier::Point* longer;
@@ -229,11 +252,15 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
   sides.clear();
   heap.clear();
   double best = std::numeric_limits<double>::infinity();
+  CeilingWalk walk(ceiling);
+  double bound = best;  // min(best, the ceiling's memory at the last sum's time)
   const auto offer = [&](const Head& h) {  // h leaves the heap
-    if (h.cost.memory < best) {
+    bound = std::min(best, walk.memory_at(h.cost.time));
+    if (h.cost.memory < bound) {
       best = h.cost.memory;
       if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
       out.push_back({h.cost, h.term, h.i, h.j});
+      bound = best;
     }
   };
   if (std::all_of(terms.begin(), terms.end(), [](const SumTerm& t) { return t.a.size() == 1 && t.b.size() == 1; })) {
@@ -270,7 +297,7 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
     const Side& s = sides[h.term];
     const size_t list = s.a_short ? h.i : h.j;
     const size_t pos = s.a_short ? h.j : h.i;
-    const size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, best);
+    const size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, bound);
     if (next_pos < s.n_long) {
       heap.replace_top(head(h.term, list, next_pos));
     } else {
@@ -278,7 +305,7 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out) 
     }
     if (pos == 0) {
       const size_t next_list = first_below(s.shorter, s.n_short, list + 1,
-                                           s.longer[s.n_long - 1].cost.memory, best);
+                                           s.longer[s.n_long - 1].cost.memory, bound);
       if (next_list < s.n_short) heap.push(head(h.term, next_list, 0));
     }
   }

@@ -118,6 +118,17 @@ struct SumChoice {
   uint32_t j = 0;
 };
 
+// Sums a caller will drop anyway, as an affine image of a staircase: a sum s is "above" the
+// ceiling when some point k of `points` (time ascending, memory descending) has
+//   s.time >= time_scale * points[k].time + time_shift  and
+//   s.memory >= memory_scale * points[k].memory + memory_shift   (scales > 0).
+// FT passes its known costs, shifted by an entry's outside bounds, with margins that make "above"
+// imply "left out by known costs" whatever the rounding (ft.cc). Empty points: no ceiling.
+struct SumCeiling {
+  std::span<const Cost> points;
+  double time_scale = 1, time_shift = 0, memory_scale = 1, memory_shift = 0;
+};
+
 // The Pareto frontier of the union over terms of minkowski_sum(a, b), as the (term, i, j) of each
 // kept sum: out is cleared, then filled with time strictly ascending, memory strictly descending.
 // Its costs equal those of pareto_union over the minkowski_sums (each cost computed as a_i + b_j,
@@ -126,8 +137,10 @@ struct SumChoice {
 // starts only when its first sum is reached, and lists and positions whose memory cannot beat
 // the best kept so far are skipped by search. Among equal costs the first reached is kept:
 // the lowest (term, i, j) unless sums rounded to equal times; always deterministic.
+// With a ceiling, the sums above it are neither kept nor searched: the result is the frontier
+// less those sums, exactly (a sum dominated only by sums above the ceiling is above it too).
 // Thread-safety: uses thread-local scratch; safe to call from several threads.
-void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out);
+void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, const SumCeiling& ceiling = {});
 
 // Keeps the fastest point and then, scanning by time, every point whose memory is more than a
 // factor (1+delta) below the last kept one. Every dropped point p then has a kept q with

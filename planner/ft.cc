@@ -536,7 +536,9 @@ class Eliminator {
         terms.push_back({prefix, last});
         config.push_back(static_cast<int>(k));
       }
-      union_of_sums(terms, chosen);
+      // Known costs prune during the merge (sums surely left out are not searched), except when
+      // recording (a replay prunes by its own bounds) or thinning (epsilon_prune sees every sum).
+      union_of_sums(terms, chosen, known_ && delta_ == 0 && !record ? known_->ceiling(step_, e) : SumCeiling{});
       if (delta_ > 0) epsilon_filter(chosen);
       if (record) {
         for (const SumChoice& c : chosen) {

@@ -53,7 +53,9 @@
 // in), left out when (1+epsilon) u.time <= (1 - 1e-9) lb.time and (1+epsilon) u.memory <= lb.memory
 // (when every memory cost is a whole number, so sums are exact; else also with the 1e-9 margin).
 // Every completion c of such a point then has (1+epsilon) u strictly faster than c and no larger,
-// whatever order c's sum is rounded in. Exact (epsilon = 0): the result holds every exact frontier
+// whatever order c's sum is rounded in. Exact, the entry's merge (union_of_sums) already skips
+// the sums surely left out (KnownCosts::ceiling, a margin wider than any rounding), so dominated
+// meshes and the slow ends of frontiers cost little; the exact test then decides the rest. Exact (epsilon = 0): the result holds every exact frontier
 // point that no known cost beats that way, and only exact frontier points; the points left out
 // are strictly dominated by a known strategy, so the frontier of the union with the Problems the
 // known costs came from is unchanged. With epsilon: for every strategy c of the union, its

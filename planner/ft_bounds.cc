@@ -385,6 +385,22 @@ bool KnownCosts::beat(Cost c) const {
   return it->memory <= (integral_memory_ ? c.memory : c.memory * (1 - kMargin));
 }
 
+SumCeiling KnownCosts::ceiling(size_t step, size_t entry) const {
+  // A sum s above it has, for some known u (staircase_ holds u scaled by 1 + epsilon),
+  //   s.time + o.time >= u.time / (1 - kMargin) + kSlack (u.time + o.time), and
+  //   s.memory + o.memory >= u.memory [/ (1 - kMargin)] + kSlack (u.memory + o.memory),
+  // so beat() finds u eligible and small enough: the slack exceeds every rounding of its sums.
+  constexpr double kSlack = 1e-12;
+  const Cost o = bounds_->step[step][entry];
+  SumCeiling c;
+  c.points = staircase_;
+  c.time_scale = 1 / (1 - kMargin) + kSlack;
+  c.time_shift = -o.time * (1 - kSlack);
+  c.memory_scale = (integral_memory_ ? 1 : 1 / (1 - kMargin)) + kSlack;
+  c.memory_shift = -o.memory * (1 - kSlack);
+  return c;
+}
+
 std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
                                               const std::vector<Cost>& weights) {
   for (Cost w : weights) {

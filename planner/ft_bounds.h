@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "planner/elimination_order.h"
+#include "planner/frontier.h"
 #include "planner/problem.h"
 
 namespace tensoropt::planner {
@@ -54,6 +55,10 @@ class KnownCosts {
   [[nodiscard]] bool beat_every_completion(Cost q, size_t step, size_t entry) const {
     return beat(q + bounds_->step[step][entry]);
   }
+  // Partial points of that entry that beat_every_completion surely leaves out, as a ceiling for
+  // union_of_sums (frontier.h): the staircase shifted by the entry's outside bounds, with margins
+  // (relative 1e-12) wide enough that a sum above it passes the exact test whatever the rounding.
+  [[nodiscard]] SumCeiling ceiling(size_t step, size_t entry) const;
 
  private:
   static constexpr double kMargin = 1e-9;

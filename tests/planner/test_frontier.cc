@@ -188,6 +188,50 @@ TEST_CASE("frontier: union_of_sums equals the pareto_union of the minkowski_sums
   CHECK(none.empty());
 }
 
+TEST_CASE("frontier: union_of_sums with a ceiling is the frontier less the sums above it") {
+  uint64_t state = 12;
+  int dropped = 0, kept = 0;
+  for (int round = 0; round < 400; ++round) {
+    const int n_terms = 1 + static_cast<int>(next_random(state) % 4);
+    std::vector<Frontier> a, b;
+    std::vector<SumTerm> terms;
+    for (int t = 0; t < n_terms; ++t) {
+      a.push_back(random_frontier(state, 9));
+      b.push_back(random_frontier(state, round % 3 == 0 ? 1 : 7));
+    }
+    for (int t = 0; t < n_terms; ++t) terms.push_back({a[static_cast<size_t>(t)].points(), b[static_cast<size_t>(t)].points()});
+    std::vector<SumChoice> full;
+    union_of_sums(terms, full);
+    // A staircase around the sums' range, scaled and shifted (as FT's known costs are).
+    const Frontier stairs = random_frontier(state, 6);
+    std::vector<Cost> points;
+    for (const Frontier::Point& p : stairs.points()) points.push_back(p.cost);
+    SumCeiling ceiling{points, 1.5, 2.0 + static_cast<double>(next_random(state) % 5), 1.25, 3.0};
+    const auto above = [&](Cost c) {
+      for (Cost u : points)
+        if (c.time >= ceiling.time_scale * u.time + ceiling.time_shift && c.memory >= ceiling.memory_scale * u.memory + ceiling.memory_shift) return true;
+      return false;
+    };
+    std::vector<Cost> expected;
+    for (const SumChoice& c : full)
+      if (!above(c.cost)) expected.push_back(c.cost);
+    std::vector<SumChoice> got;
+    union_of_sums(terms, got, ceiling);
+    std::vector<Cost> costs;
+    for (const SumChoice& c : got) {
+      const SumTerm& t = terms[c.term];
+      CHECK(t.a[c.i].cost + t.b[c.j].cost == c.cost);
+      costs.push_back(c.cost);
+    }
+    CAPTURE(round);
+    CHECK(costs == expected);
+    dropped += static_cast<int>(full.size() - got.size());
+    kept += static_cast<int>(got.size());
+  }
+  CHECK(dropped > 100);  // the ceiling cuts
+  CHECK(kept > 100);     // and leaves some
+}
+
 TEST_CASE("frontier: union_of_sums keeps the lowest (term, i, j) of equal costs") {
   const Frontier one = make({{1, 1}});
   const Frontier two = make({{0, 2}, {1, 1}});

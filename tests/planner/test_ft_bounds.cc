@@ -167,6 +167,47 @@ TEST_CASE("ft bounds: weighted optima are exact minima of the weighted sum") {
   CHECK_THROWS_AS((void)weighted_optima(p, order, {{1, 1}, {-1, 1}}), std::invalid_argument);
 }
 
+TEST_CASE("ft bounds: a partial point above KnownCosts::ceiling is left out by the exact test") {
+  // Costs with fractions (so memory sums round) and with whole numbers, points on and near the
+  // ceiling's corners, with and without epsilon: above the ceiling must imply beaten.
+  Rng rng(80);
+  int above = 0, near_miss = 0;
+  for (int round = 0; round < 40; ++round) {
+    Problem p = random_problem(Shape::kRandomDag, 6, 3, 20, 1, rng);
+    const bool fractional = round % 2 == 0;
+    if (fractional)
+      for (auto& costs : p.node_cost)
+        for (Cost& c : costs) c = {c.time * 1.0e-3 + 1.0 / 3, c.memory * 1.1e9 + 0.7};
+    const EliminationOrder order = greedy_elimination_order(p);
+    std::vector<Cost> known;
+    for (int i = 0; i < 5; ++i) known.push_back(evaluate(p, random_assignment(p, rng)));
+    const double epsilon = round % 4 < 2 ? 0 : 0.01;
+    const KnownCosts k(p, order, known, epsilon);
+    const OutsideBounds bounds = outside_bounds(p, order);
+    for (size_t step = 0; step < order.order.size(); ++step) {
+      for (size_t e = 0; e < bounds.step[step].size(); ++e) {
+        const SumCeiling c = k.ceiling(step, e);
+        for (Cost u : c.points) {
+          const Cost corner{c.time_scale * u.time + c.time_shift, c.memory_scale * u.memory + c.memory_shift};
+          for (double dt : {0.0, 1e-15, 1e-9, 1e-3})
+            for (double dm : {0.0, 1e-15, 1e-9, 1e-3}) {
+              const Cost q{std::max(0.0, corner.time) * (1 + dt) + dt, std::max(0.0, corner.memory) * (1 + dm) + dm};
+              if (!(q.time >= corner.time && q.memory >= corner.memory)) continue;
+              ++above;
+              CHECK(k.beat_every_completion(q, step, e));
+            }
+          // Just below the corner in time (by more than the margins): not above this step of the
+          // ceiling, and the exact test may go either way; it must not be above any other step.
+          const Cost below{corner.time - 1e-6 * (std::abs(corner.time) + 1), corner.memory};
+          near_miss += !k.beat_every_completion(below, step, e);
+        }
+      }
+    }
+  }
+  CHECK(above > 1000);
+  CHECK(near_miss > 0);  // the corners are where the exact test starts to leave points out
+}
+
 TEST_CASE("ft: known strategies leave out only points they strictly dominate; the union's frontier is unchanged") {
   Rng rng(79);
   int problems = 0, pruned = 0;
