@@ -122,7 +122,12 @@ class Elimination {
   }
 
   // Outside minima of every step's table (see ft_bounds.h), [step][entry * objectives + o].
-  std::vector<std::vector<double>> outside() const {
+  std::vector<std::vector<double>> outside() const { return n_ == 2 ? outside_for<2>() : outside_for<0>(); }
+
+  // outside() with W objectives known at compile time (0: n_, at run time), so the inner loops
+  // over objectives unroll for the usual two.
+  template <size_t W>
+  std::vector<std::vector<double>> outside_for() const {
     std::vector<std::vector<double>> out(tables_.size());
     const size_t steps = order_.order.size();
     // Finished components: each one's outside is the sum of the others' minima.
@@ -142,7 +147,7 @@ class Elimination {
       std::vector<const double*> values;
       for (int id : consumed) values.push_back(tables_[static_cast<size_t>(id)].value.data());
       const size_t m = consumed.size();
-      const size_t w = n_;
+      const size_t w = W ? W : n_;
       bool any = false;
       for (size_t f = 0; f < m; ++f) {
         if (consumed[f] < first_created_) continue;
