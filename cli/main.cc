@@ -6,7 +6,10 @@
 #include <iostream>
 #include <string>
 #if defined(__GLIBC__)
+#include <limits.h>
 #include <malloc.h>
+#include <stdlib.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 #endif
 
@@ -22,14 +25,27 @@ namespace {
 // backs its heap with transparent huge pages when the tunable glibc.malloc.hugetlb=1 is set, which
 // it reads only at start-up: so `plan` runs itself again with it once. Where the kernel has THP
 // off, or the user set the tunable (to 0 as well), nothing changes; if the exec fails, plan goes
-// on as it is.
+// on as it is. Only once: the restarted process finds TENSOROPT_RESTARTED (and removes it, so no
+// child sees it). Not for a setuid or otherwise secure process (glibc drops the tunable there), nor
+// when /proc/self/exe is not this program (started through the dynamic loader, say).
 void restart_with_huge_pages(int argc, char** argv) {
-  if (argc < 2 || std::strcmp(argv[1], "plan") != 0) return;
+  if (std::getenv("TENSOROPT_RESTARTED")) {
+    unsetenv("TENSOROPT_RESTARTED");
+    return;
+  }
+  if (argc < 2 || std::strcmp(argv[1], "plan") != 0 || getauxval(AT_SECURE) != 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (tunables && std::strstr(tunables, "glibc.malloc.hugetlb")) return;
+  const char* started_as = reinterpret_cast<const char*>(getauxval(AT_EXECFN));
+  char self[PATH_MAX], started[PATH_MAX];
+  if (!started_as || !realpath("/proc/self/exe", self) || !realpath(started_as, started) || std::strcmp(self, started) != 0) return;
   const std::string value = tunables && *tunables ? std::string(tunables) + ":glibc.malloc.hugetlb=1" : "glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
-  execv("/proc/self/exe", argv);
+  const std::string before = tunables ? tunables : "";
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0 || setenv("TENSOROPT_RESTARTED", "1", 1) != 0) return;
+  execv(self, argv);
+  // exec failed: leave the environment as it was
+  unsetenv("TENSOROPT_RESTARTED");
+  if (tunables) setenv("GLIBC_TUNABLES", before.c_str(), 1); else unsetenv("GLIBC_TUNABLES");
 }
 #endif
 

@@ -161,6 +161,10 @@ class Eliminator {
     } else {
       st.record = recording;
       share(st);
+      if (recording && st.prefix.size() > static_cast<size_t>(INT32_MAX)) {  // positions are 32-bit
+        records_.pop_back();
+        recording = st.record = nullptr;
+      }
       if (recording) {
         for (const Frontier::Point& p : st.prefix) recording->prefix_costs.push_back(p.cost);
         recording->prefix_begin = st.prefix_begin;
@@ -368,6 +372,7 @@ class Eliminator {
     content.reserve(8 + st.scope.size() + 2 * points + st.cells.size() * (st.scope.size() + 8));
     content.push_back(st.kx);
     content.push_back(st.cells.size());
+    content.push_back(st.scope.size());
     for (int v : st.scope) content.push_back(static_cast<uint64_t>(problem_.num_configs(v)));
     for (size_t j = 0; j < st.cells.size(); ++j) {
       const Factor& f = *st.cells[j];
@@ -375,6 +380,7 @@ class Eliminator {
       for (int64_t stride : st.stride_of[j]) content.push_back(static_cast<uint64_t>(stride));
       content.push_back(f.start.size());
       for (int64_t b : f.start) content.push_back(static_cast<uint64_t>(b));
+      content.push_back(f.points.size());
       for (const Frontier::Point& p : f.points) {
         content.push_back(std::bit_cast<uint64_t>(p.cost.time));
         content.push_back(std::bit_cast<uint64_t>(p.cost.memory));
@@ -481,7 +487,7 @@ class Eliminator {
           }
         }
       }
-      check_memory(out.bytes());
+      check_memory(out.bytes() + (st.record ? st.record->bytes() : 0));
     }
   }
 
@@ -489,18 +495,20 @@ class Eliminator {
   static constexpr size_t kParallelRebuild = 1'000'000;  // points x nodes worth threads at the end
 
 
-  // One block of entries [begin, end): for each, the kept sums (out) and where they end (ends).
+  // A block's sums as positions, before known-cost pruning, for the step's record.
+  struct Recorded {
+    std::vector<ReplayChoice> chosen;
+    std::vector<size_t> ends;  // [entry of the block]
+  };
+
+  // One block of entries [begin, end): for each, the kept sums (out) and where they end (ends),
+  // and with `record` the same as positions, before known-cost pruning.
   // Configuration k is left out first when another one, k', covers both its prefix and its last
   // cell (coverage(), frontier.h): every sum of k is then weakly dominated by a sum of k', so the
   // union's costs do not change. To keep the tie rule (of equal costs the lowest k wins) k' must
   // be lower than k or cover one of the two strictly (then every sum of k is strictly dominated).
   // This relation has no cycle (covering both ways means equal frontiers, never strict), so every
   // left-out k has a kept k' covering it.
-  // A block's sums as positions, before known-cost pruning, for the step's record.
-  struct Recorded {
-    std::vector<ReplayChoice> chosen;
-    std::vector<size_t> ends;  // [entry of the block]
-  };
 
   void compute_block(const Step& st, size_t begin, size_t end, std::vector<Chosen>& out,
                      std::vector<size_t>& ends, Recorded* record) const {

@@ -33,7 +33,7 @@
 // equals a record's, compared whole, replays it: the recorded sums read against its own factors'
 // handles, then pruned by known costs as its own (those depend on the step). The result is the
 // one computing every step gives (options.reuse = false), provenance records aside. Records count
-// in the working set.
+// in the working set (so with max_bytes a solve may stop where computing every step would not).
 //
 // Epsilon. With epsilon = 0 (default) the result is the exact frontier. With epsilon > 0 every
 // built factor entry is epsilon_prune'd with delta = (1+epsilon)^(1/L) - 1, L = the depth of the
@@ -118,7 +118,8 @@ struct FtOptions {
   std::shared_ptr<const EliminationOrder> order;
   std::shared_ptr<const OutsideBounds> bounds;
   // Replay steps whose content repeats an earlier step's (see "Repeated steps" above). The result
-  // does not depend on it; false is for tests and measurements.
+  // does not depend on it, except that records count in max_bytes; false is for tests and
+  // measurements.
   bool reuse = true;
 };
 

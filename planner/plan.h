@@ -7,11 +7,13 @@
 // splits one dim over several axes covers the coarser meshes' strategies, so the union over meshes
 // is the frontier of the whole space.
 // Solving. Every mesh's space is built (in parallel) with its fastest and smallest strategy
-// (planner/ft_bounds.h weighted_optima). The mesh with the fastest strategy is solved first, knowing
-// a few more of its convex-hull strategies; the others follow in waves of one per hardware thread,
-// each knowing the frontier points of the waves before it (full costs less its workspace floor),
-// so FT leaves out what those strictly dominate (ft.h "Known strategies"): the merged frontier is
-// the one the meshes' complete frontiers give, and does not depend on the number of threads.
+// (planner/ft_bounds.h weighted_optima). The first wave, solved side by side, is the mesh with the
+// fastest strategy and those within 1% as fast (up to one per hardware thread), each knowing a few
+// more of its convex-hull strategies; the others follow, one per hardware thread at a time, each
+// knowing the first wave's frontier points (full costs less its workspace floor), so FT leaves out
+// what those strictly dominate (ft.h "Known strategies"): the merged frontier is the one the
+// meshes' complete frontiers give, whatever the number of threads (which mesh is approximated or
+// skipped under max_planner_bytes may depend on it: the first wave's size does).
 // Points. Each FT point is costed as StrategySpace::cost would (FT's sum of the Problem's costs plus
 // the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
 // memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
@@ -44,8 +46,8 @@ struct PlanOptions {
   double epsilon = 0;
   int max_mesh_axes = 2;
   int64_t max_factor_points = int64_t{1} << 25;
-  // FT's working sets together may not pass this: the first mesh has it all, meshes solved side by
-  // side an equal share each (FtOptions::max_bytes). An exact solve that would pass its share is
+  // FT's working sets together may not pass this: meshes solved side by side an equal share each,
+  // a mesh solved alone all of it (FtOptions::max_bytes). An exact solve that would pass its share is
   // redone with epsilon 0.01 and the mesh marked approximate; one that still would is skipped and
   // named. 0: no limit.
   int64_t max_planner_bytes = int64_t{4} << 30;
