@@ -5,14 +5,13 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
 
 #include "graph/error.h"
 #include "planner/elimination_order.h"
@@ -20,6 +19,7 @@
 #include "planner/ft_step.h"
 #include "planner/parallel.h"
 #include "planner/provenance.h"
+#include "planner/step_memo.h"
 
 namespace tensoropt::planner {
 namespace {
@@ -154,16 +154,18 @@ class Eliminator {
     for (int v : scope) entries *= problem_.num_configs(v);
     if (entries > static_cast<double>(options_.max_factor_points)) refuse(st, entries, 0);
     layout(st, consumed);
-    StepRecord* recording = find_or_start_record(st);
+    // Set st.replay, or st.record (owned by `recording`) when this step's content came up before.
+    std::unique_ptr<StepRecord> recording;
+    uint64_t content_hash = 0;
+    if (options_.reuse) recording = find_or_start_record(st, content_hash);
     if (st.replay) {
       ++stats_.replayed_steps;
       replay_share(st);
     } else {
-      st.record = recording;
       share(st);
       if (recording && st.prefix.size() > static_cast<size_t>(INT32_MAX)) {  // positions are 32-bit
-        records_.pop_back();
-        recording = st.record = nullptr;
+        recording.reset();
+        st.record = nullptr;
       }
       if (recording) {
         for (const Frontier::Point& p : st.prefix) recording->prefix_costs.push_back(p.cost);
@@ -182,7 +184,7 @@ class Eliminator {
     if (recording) {
       recording->shrink();
       live_bytes_ += recording->bytes();
-      records_by_content_[content_hash(recording->content)].push_back(records_.size() - 1);
+      records_.keep(content_hash, std::move(recording));
     }
     add_factor(std::move(out));
     for (int id : consumed) {
@@ -355,51 +357,45 @@ class Eliminator {
   // repeated layers of a model; the big factor carried along a chain never repeats.
   static constexpr size_t kRecordPoints = 1 << 15;
 
-  static uint64_t content_hash(const std::vector<uint64_t>& content) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ content.size();
-    for (uint64_t v : content) h = (h ^ v) * 0x100000001B3ull + (h >> 29);
-    return h;
+  // A step's content (step_memo.h): x's and the scope's configuration counts, then per consumed
+  // factor its place in the scope, its entry bounds and every point's cost, bit for bit.
+  template <class Fn>
+  void visit_content(const Step& st, const Fn& fn) const {
+    fn(st.kx);
+    fn(st.cells.size());
+    fn(st.scope.size());
+    for (int v : st.scope) fn(static_cast<uint64_t>(problem_.num_configs(v)));
+    for (size_t j = 0; j < st.cells.size(); ++j) {
+      const Factor& f = *st.cells[j];
+      fn(static_cast<uint64_t>(st.stride_x[j]));
+      for (int64_t stride : st.stride_of[j]) fn(static_cast<uint64_t>(stride));
+      fn(f.start.size());
+      for (int64_t b : f.start) fn(static_cast<uint64_t>(b));
+      fn(f.points.size());
+      for (const Frontier::Point& p : f.points) {
+        fn(std::bit_cast<uint64_t>(p.cost.time));
+        fn(std::bit_cast<uint64_t>(p.cost.memory));
+      }
+    }
   }
 
-  // Sets st.replay when an earlier step had st's content; else returns a new record for st when
-  // it is small enough to keep (options.reuse), or null.
-  StepRecord* find_or_start_record(Step& st) {
-    if (!options_.reuse) return nullptr;
+  // For a step small enough to keep (kRecordPoints): sets st.replay when an earlier step's record
+  // has st's content; else, from the second time the content's hash comes up, returns a new
+  // record with that content and sets st.record to it. `hash` gets the content's hash.
+  std::unique_ptr<StepRecord> find_or_start_record(Step& st, uint64_t& hash) {
     size_t points = 0;
     for (const Factor* f : st.cells) points += f->points.size();
     if (points > kRecordPoints) return nullptr;
-    std::vector<uint64_t> content;
-    content.reserve(8 + st.scope.size() + 2 * points + st.cells.size() * (st.scope.size() + 8));
-    content.push_back(st.kx);
-    content.push_back(st.cells.size());
-    content.push_back(st.scope.size());
-    for (int v : st.scope) content.push_back(static_cast<uint64_t>(problem_.num_configs(v)));
-    for (size_t j = 0; j < st.cells.size(); ++j) {
-      const Factor& f = *st.cells[j];
-      content.push_back(static_cast<uint64_t>(st.stride_x[j]));
-      for (int64_t stride : st.stride_of[j]) content.push_back(static_cast<uint64_t>(stride));
-      content.push_back(f.start.size());
-      for (int64_t b : f.start) content.push_back(static_cast<uint64_t>(b));
-      content.push_back(f.points.size());
-      for (const Frontier::Point& p : f.points) {
-        content.push_back(std::bit_cast<uint64_t>(p.cost.time));
-        content.push_back(std::bit_cast<uint64_t>(p.cost.memory));
-      }
-    }
-    const uint64_t hash = content_hash(content);
-    if (const auto it = records_by_content_.find(hash); it != records_by_content_.end()) {
-      for (size_t r : it->second) {
-        if (records_[r]->content == content) {
-          st.replay = records_[r].get();
-          return nullptr;
-        }
-      }
-    }
-    // Kept from the second time its content's hash comes up: a step seen once costs 8 bytes.
-    if (seen_.insert(hash).second) return nullptr;
-    records_.push_back(std::make_unique<StepRecord>());
-    records_.back()->content = std::move(content);
-    return records_.back().get();
+    const auto visit = [&](const auto& fn) { visit_content(st, fn); };
+    ContentHash h;
+    visit(std::ref(h));
+    hash = h.value;
+    st.replay = records_.find(hash, visit);
+    if (st.replay || !records_.seen_before(hash)) return nullptr;
+    auto record = std::make_unique<StepRecord>();
+    visit([&](uint64_t word) { record->content.push_back(word); });
+    st.record = record.get();
+    return record;
   }
 
   size_t count_entries(const Step& st) const {
@@ -509,7 +505,6 @@ class Eliminator {
   // be lower than k or cover one of the two strictly (then every sum of k is strictly dominated).
   // This relation has no cycle (covering both ways means equal frontiers, never strict), so every
   // left-out k has a kept k' covering it.
-
   void compute_block(const Step& st, size_t begin, size_t end, std::vector<Chosen>& out,
                      std::vector<size_t>& ends, Recorded* record) const {
     const size_t kx = st.kx;
@@ -674,9 +669,7 @@ class Eliminator {
   std::vector<Handle> memo_;
   std::vector<SumChoice> chosen_;
   std::vector<std::vector<Frontier::Point>> spare_;  // see take_buffer
-  std::vector<std::unique_ptr<StepRecord>> records_;  // steps kept for reuse (find_or_start_record)
-  std::unordered_map<uint64_t, std::vector<size_t>> records_by_content_;  // content_hash -> records_
-  std::unordered_set<uint64_t> seen_;  // content_hash of every step small enough to record
+  StepMemo<StepRecord> records_;  // steps kept for reuse (find_or_start_record)
   const std::vector<Frontier::Point> zero_{Frontier::zero().points()};
 };
 

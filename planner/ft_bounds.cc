@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
-#include <unordered_set>
+
+#include "planner/step_memo.h"
 
 namespace tensoropt::planner {
 namespace {
@@ -89,9 +91,10 @@ class Elimination {
       const Joint j = joint(s);
       // A model's repeated layers repeat steps: a step whose consumed tables equal an earlier
       // recorded step's, bit for bit and in the same places, takes its table.
-      uint64_t hash = 0x9E3779B97F4A7C15ull;
-      visit_content(j, consumed, [&](uint64_t v) { hash = (hash ^ v) * 0x100000001B3ull + (hash >> 29); });
-      if (const Record* same = find_record(hash, j, consumed)) {
+      ContentHash hash;
+      const auto visit = [&](const auto& fn) { visit_content(j, consumed, fn); };
+      visit(std::ref(hash));
+      if (const Record* same = memo_.find(hash.value, visit)) {
         t.value = same->value;
       } else {
         t.value.assign(entries * n_, kInf);
@@ -107,13 +110,11 @@ class Elimination {
             for (size_t o = 0; o < w; ++o) best[o] = std::min(best[o], a[o]);
           }
         });
-        // Recorded from the second time its hash comes up (a step seen once costs 8 bytes).
-        if (!seen_.insert(hash).second) {
-          Record r;
-          visit_content(j, consumed, [&](uint64_t v) { r.content.push_back(v); });
-          r.value = t.value;
-          records_by_hash_[hash].push_back(records_.size());
-          records_.push_back(std::move(r));
+        if (memo_.seen_before(hash.value)) {
+          auto r = std::make_unique<Record>();
+          visit([&](uint64_t v) { r->content.push_back(v); });
+          r->value = t.value;
+          memo_.keep(hash.value, std::move(r));
         }
       }
       add(std::move(t));
@@ -253,22 +254,6 @@ class Elimination {
     }
   }
 
-  const Record* find_record(uint64_t hash, const Joint& j, const std::vector<int>& consumed) const {
-    const auto it = records_by_hash_.find(hash);
-    if (it == records_by_hash_.end()) return nullptr;
-    for (size_t r : it->second) {
-      const std::vector<uint64_t>& content = records_[r].content;
-      size_t i = 0;
-      bool equal = true;
-      visit_content(j, consumed, [&](uint64_t v) {
-        equal = equal && i < content.size() && content[i] == v;
-        ++i;
-      });
-      if (equal && i == content.size()) return &records_[r];
-    }
-    return nullptr;
-  }
-
   Joint joint(size_t s) const {
     Joint j;
     j.nodes = order_.scopes[s];
@@ -338,9 +323,7 @@ class Elimination {
   std::vector<std::vector<int>> by_node_;
   std::vector<std::vector<int>> consumed_;  // [step] table ids
   int first_created_ = 0;
-  std::vector<Record> records_;
-  std::unordered_map<uint64_t, std::vector<size_t>> records_by_hash_;
-  std::unordered_set<uint64_t> seen_;
+  StepMemo<Record> memo_;
 };
 
 }  // namespace

@@ -149,5 +149,4 @@ struct Chosen {
   Handle prefix, last;
 };
 
-
 }  // namespace tensoropt::planner::ft_detail
