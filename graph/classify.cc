@@ -10,10 +10,17 @@
 //     directly or through ops that only re-lay it out (Transpose, Reshape, Cast, ...), is a
 //     parameter; one that reaches a buffer position (BatchNormalization mean and variance) is a
 //     buffer.
-//  4. A float tensor combined with data by any other op (MatMul, Add, Concat, ...), in an
-//     input that takes a gradient, is a parameter, unless it is an initializer holding at most one element or with a name the
-//     PyTorch exporter gives to folded constants ("onnx::...", "_v_..."), which are constants.
-//  5. Anything else: a graph input is data, an initializer a constant.
+//  4. A float initializer is a parameter when the graph's outputs are differentiable with respect
+//     to it (a path to an output through inputs that take a gradient: not a Where condition, an
+//     Equal, a shape or a Resize scale), unless it holds at most one element (the exporter's
+//     folded scalars: "onnx::Div_12", a 1/sqrt(d)). This covers weights reached through a
+//     Transpose in training-mode exports and the folded, renamed weights of eval-mode exports
+//     ("onnx::MatMul_301"). A float buffer used as data (a sinusoidal table, an additive mask)
+//     cannot be told from a weight: --frozen names it.
+//  5. A float graph input combined with data by any other op (MatMul, Add, Concat, ...), in an
+//     input that takes a gradient, is a parameter.
+//  6. Anything else: a graph input is data, an initializer a constant.
+//  7. Parameters whose names match a --frozen pattern become buffers (kept, never trained).
 #include <set>
 
 #include "graph/error.h"
@@ -38,6 +45,37 @@ bool contains(const std::vector<int>& v, int x) {
 }
 
 enum class Use { None, Weight, Buffer };
+
+// Ops whose outputs carry no gradient back to any input: comparisons, logic, shapes, indices.
+bool blocks_gradient(const Node& n) {
+  static const std::set<std::string> ops = {"Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Not",
+                                            "And", "Or", "Xor", "IsNaN", "IsInf", "Shape", "Size", "ArgMax",
+                                            "ArgMin", "NonZero", "Sign", "Round", "Floor", "Ceil"};
+  if (ops.count(n.op_type)) return true;
+  if (n.op_type == "Cast") {
+    auto to = dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
+    return !to || !dtype_is_float(*to);
+  }
+  return false;
+}
+
+// reaches[t]: some graph output is differentiable with respect to tensor t.
+std::vector<bool> reaches_outputs(const Graph& g) {
+  std::vector<bool> reaches(g.tensors.size(), false);
+  for (int t : g.outputs) reaches[static_cast<size_t>(t)] = true;
+  for (size_t i = g.nodes.size(); i-- > 0;) {
+    const Node& n = g.nodes[i];
+    bool any = false;
+    for (int o : n.outputs) any = any || (o >= 0 && reaches[static_cast<size_t>(o)]);
+    if (!any || blocks_gradient(n)) continue;
+    const OpDef* def = find_op(n.op_type);
+    for (size_t pos = 0; pos < n.inputs.size(); ++pos) {
+      int t = n.inputs[pos];
+      if (t >= 0 && !(def && contains(def->nondiff_inputs, static_cast<int>(pos)))) reaches[static_cast<size_t>(t)] = true;
+    }
+  }
+  return reaches;
+}
 
 // `t` and every tensor made from it by re-layout ops alone.
 std::vector<int> relayouts_of(const Graph& g, const std::vector<std::vector<int>>& consumers, int t) {
@@ -138,13 +176,14 @@ void classify_inputs(Graph& g) {
       if (o >= 0) data[static_cast<size_t>(o)] = true;
     }
   }
+  std::vector<bool> reaches = reaches_outputs(g);
   for (int t : candidates) {
     Tensor& x = g.tensors[static_cast<size_t>(t)];
-    bool is_input = x.kind == TensorKind::Input;
-    bool generated = x.name.rfind("onnx::", 0) == 0 || x.name.rfind("_v_", 0) == 0;
-    bool meets = false;
-    for (int r : relayouts_of(g, consumers, t)) meets = meets || meets_data[static_cast<size_t>(r)];
-    if (meets && (is_input || (x.elements() > 1 && !generated))) {
+    if (x.kind == TensorKind::Input) {  // rule 5
+      bool meets = false;
+      for (int r : relayouts_of(g, consumers, t)) meets = meets || meets_data[static_cast<size_t>(r)];
+      if (meets) x.kind = TensorKind::Parameter;
+    } else if (reaches[static_cast<size_t>(t)] && x.elements() > 1) {  // rule 4
       x.kind = TensorKind::Parameter;
     }
   }

@@ -64,16 +64,55 @@ std::map<std::string, Shape> onnx_reference(onnx::ModelProto model, const Graph&
   return out;
 }
 
+// The batch every data input was exported with, when all are static and agree on axis 0.
+std::optional<int64_t> fixed_batch(const Graph& g) {
+  std::optional<int64_t> b;
+  for (int t : g.inputs) {
+    const Shape& s = g.tensors[static_cast<size_t>(t)].shape;
+    for (int64_t d : s) {
+      if (d < 0) return std::nullopt;
+    }
+    if (s.empty()) continue;
+    if (b && *b != s[0]) return std::nullopt;
+    b = s[0];
+  }
+  return b;
+}
+
+// A fixed-batch export planned at another batch (graph/rebatch.h).
+Graph rebatched(Graph g, const onnx::ModelProto& model, int64_t b0, int64_t batch, const ImportOptions& options) {
+  Graph base = g;
+  specialise_batch(base, std::nullopt);
+  infer_static(base);
+  if (options.onnx_cross_check) cross_check(base, onnx_reference(model, base));
+  auto axes = batch_axes(base, b0);
+  ShapeRewrites rewrites = shape_rewrites(base, axes, b0);
+  specialise_batch(g, batch);
+  try {
+    infer_static(g, &rewrites, batch);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + " (exported at a fixed batch of " + std::to_string(b0) + " and re-batched to " +
+                     std::to_string(batch) + "; " + rebatch_advice(g, b0) + ")");
+  }
+  check_rebatched(base, g, axes, b0, batch);
+  finish_static(g);
+  return g;
+}
+
 }  // namespace
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
   onnx::ModelProto model = parse(bytes, label);
   Graph g = graph_from_proto(model, label);
   classify_inputs(g);
+  std::optional<int64_t> b0 = fixed_batch(g);
+  if (b0 && options.batch && *options.batch != *b0) return rebatched(std::move(g), model, *b0, *options.batch, options);
   specialise_batch(g, options.batch);
-  std::map<std::string, Shape> reference;
-  if (options.onnx_cross_check) reference = onnx_reference(std::move(model), g);
-  make_static(g, reference);
+  // ONNX's inference sees only a model our own inference found consistent: libonnx crashes on
+  // some inconsistent ones (a Reshape whose constant target disagrees with its input).
+  infer_static(g);
+  if (options.onnx_cross_check) cross_check(g, onnx_reference(model, g));
+  finish_static(g);
   return g;
 }
 

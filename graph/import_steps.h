@@ -7,6 +7,7 @@
 #include <string>
 
 #include "graph/ir.h"
+#include "graph/rebatch.h"
 
 namespace onnx {
 class ModelProto;
@@ -35,9 +36,13 @@ void classify_inputs(Graph& g);
 // InputError for a dynamic axis when no batch is given, and for dynamic non-batch axes.
 void specialise_batch(Graph& g, std::optional<int64_t> batch);
 
-// Infers every node output, folds constant nodes, removes folded and dead nodes, and fills in
-// batch axes. `reference` maps tensor names to shapes ONNX inferred; any disagreement is an
-// InternalError naming the node.
-void make_static(Graph& g, const std::map<std::string, Shape>& reference);
+// Infers every node output and folds constant nodes, in order. With `rewrites` (graph/rebatch.h),
+// a node's shape operands are first rewritten for `batch`.
+void infer_static(Graph& g, const ShapeRewrites* rewrites = nullptr, int64_t batch = 0);
+// `reference` maps tensor names to shapes ONNX inferred; any disagreement with a node output of
+// `g` (after infer_static) is an InternalError naming the node.
+void cross_check(const Graph& g, const std::map<std::string, Shape>& reference);
+// Removes folded and dead nodes, fuses activations (graph/fuse.h) and fills in batch axes.
+void finish_static(Graph& g);
 
 }  // namespace tensoropt

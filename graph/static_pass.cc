@@ -1,5 +1,6 @@
-// make_static (graph/import_steps.h): type inference, constant folding, dead-node removal and
-// batch-axis propagation over a graph whose inputs already have static shapes.
+// infer_static, cross_check and finish_static (graph/import_steps.h): type inference, constant
+// folding, dead-node removal and batch-axis propagation over a graph whose inputs already have
+// static shapes.
 #include <set>
 
 #include "graph/error.h"
@@ -7,11 +8,12 @@
 #include "graph/import_steps.h"
 #include "graph/op_catalogue.h"
 #include "graph/ops/helpers.h"
+#include "graph/rebatch.h"
 
 namespace tensoropt {
 namespace {
 
-void infer_node(Graph& g, size_t ni, const std::map<std::string, Shape>& reference) {
+void infer_node(Graph& g, size_t ni) {
   const Node& node = g.nodes[ni];
   const std::string where = g.source_path + ": node " + node.label();
   if (!node.domain.empty()) {
@@ -42,11 +44,6 @@ void infer_node(Graph& g, size_t ni, const std::map<std::string, Shape>& referen
     x.dtype = outs[o].dtype;
     x.shape = outs[o].shape;
     small = small && x.elements() <= kMaxFoldElements;
-    auto ref = reference.find(x.name);
-    if (ref != reference.end() && ref->second != x.shape) {
-      throw InternalError(where + ": output '" + x.name + "' inferred as " + shape_str(x.shape) +
-                          " but ONNX shape inference says " + shape_str(ref->second));
-    }
   }
   bool inputs_known = true;
   for (int i : node.inputs) inputs_known = inputs_known && (i < 0 || g.tensors[static_cast<size_t>(i)].value);
@@ -131,8 +128,28 @@ void propagate_batch_axes(Graph& g) {
 
 }  // namespace
 
-void make_static(Graph& g, const std::map<std::string, Shape>& reference) {
-  for (size_t i = 0; i < g.nodes.size(); ++i) infer_node(g, i, reference);
+void infer_static(Graph& g, const ShapeRewrites* rewrites, int64_t batch) {
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (rewrites) apply_shape_rewrites(g, i, *rewrites, batch);
+    infer_node(g, i);
+  }
+}
+
+void cross_check(const Graph& g, const std::map<std::string, Shape>& reference) {
+  for (const Node& n : g.nodes) {
+    for (int t : n.outputs) {
+      if (t < 0) continue;
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      auto ref = reference.find(x.name);
+      if (ref != reference.end() && ref->second != x.shape) {
+        throw InternalError(g.source_path + ": node " + n.label() + ": output '" + x.name + "' inferred as " +
+                            shape_str(x.shape) + " but ONNX shape inference says " + shape_str(ref->second));
+      }
+    }
+  }
+}
+
+void finish_static(Graph& g) {
   prune(g);
   if (fuse_activations(g) > 0) prune(g);
   try {
