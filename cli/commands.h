@@ -6,6 +6,7 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tensoropt::cli {
 
@@ -14,6 +15,7 @@ struct InspectArgs {
   std::optional<int64_t> batch;
   bool json = false;
   bool verbose = false;
+  std::vector<std::string> frozen;     // --frozen patterns (graph/import.h)
 };
 int run_inspect(const InspectArgs& args, std::ostream& out);
 
@@ -36,6 +38,7 @@ struct PlanArgs {
   bool baselines = false;
   int rows = 20;                       // table rows per GPU count; 0: all
   std::string planner_memory = "4GiB";  // FT's working sets together; "0": no limit
+  std::vector<std::string> frozen;     // --frozen patterns (graph/import.h)
 };
 int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err);
 
@@ -50,6 +53,7 @@ struct EvaluateArgs {
   std::optional<int64_t> batch;
   std::optional<std::string> optimizer;
   std::optional<std::string> dtype;
+  std::optional<std::vector<std::string>> frozen;  // a plan file records its own
   bool json = false;
 };
 int run_evaluate(const EvaluateArgs& args, std::ostream& out);

@@ -30,6 +30,12 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
                        "): leave it out, or plan again with it");
     };
     if (args.batch && *args.batch != s.batch) disagree("--batch", std::to_string(*args.batch), "batch " + std::to_string(s.batch));
+    auto joined = [](const std::vector<std::string>& v) {
+      std::string r;
+      for (const auto& p : v) r += (r.empty() ? "" : ",") + p;
+      return "'" + r + "'";
+    };
+    if (args.frozen && *args.frozen != s.frozen) disagree("--frozen", joined(*args.frozen), "frozen " + joined(s.frozen));
     if (args.cluster && load_cluster(*args.cluster).name != s.cluster.name) disagree("--cluster", *args.cluster, "cluster " + s.cluster.name);
     if (args.dtype && parse_precision(*args.dtype) != s.training.precision)
       disagree("--dtype", *args.dtype, "dtype " + std::string(precision_name(s.training.precision)));
@@ -42,9 +48,11 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
     s.recompute_all = true;  // a hand-written strategy may recompute any op that can
     if (!args.batch) throw InputError("--batch is needed with a strategy file (a plan file records its own)");
     s.batch = *args.batch;
+    s.frozen = args.frozen.value_or(std::vector<std::string>{});
   }
   ImportOptions io;
   io.batch = s.batch;
+  io.frozen = s.frozen;
   Graph graph = import_onnx_file(args.model, io);
   AnalyticCompute compute(s.cluster, s.training.precision);
   SpaceOptions so;

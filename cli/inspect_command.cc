@@ -54,7 +54,7 @@ void print_json(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
   j["trainable_parameters"] = s.trainable_parameters;
   j["parameter_tensors"] = s.parameter_tensors;
   j["parameter_bytes"] = s.parameter_bytes;
-  j["buffers"] = {{"elements", s.buffer_elements}, {"bytes", s.buffer_bytes}};
+  j["buffers"] = {{"elements", s.buffer_elements}, {"bytes", s.buffer_bytes}, {"frozen_parameters", s.frozen_parameters}};
   j["flops"] = {{"forward", s.fwd_flops}, {"backward", s.bwd_flops}, {"forward_by_op", s.fwd_flops_by_op}};
   j["activation_bytes"] = s.activation_bytes;
   j["memory_traffic_bytes"] = {{"forward", s.fwd_bytes}, {"backward", s.bwd_bytes}};
@@ -85,7 +85,9 @@ void print_text(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
   for (int t : g.outputs) out << "output       " << tensor_line(g.tensors[static_cast<size_t>(t)]) << "\n";
   out << "parameters   " << with_commas(s.trainable_parameters) << " trainable in " << s.parameter_tensors
       << " tensors (" << bytes_human(static_cast<double>(s.parameter_bytes)) << ")\n";
-  out << "buffers      " << with_commas(s.buffer_elements) << " (" << bytes_human(static_cast<double>(s.buffer_bytes)) << ")\n";
+  out << "buffers      " << with_commas(s.buffer_elements) << " (" << bytes_human(static_cast<double>(s.buffer_bytes)) << ")";
+  if (s.frozen_parameters > 0) out << ", of which " << with_commas(s.frozen_parameters) << " frozen parameters (--frozen)";
+  out << "\n";
   out << "flops        forward " << flops_human(s.fwd_flops) << ", backward " << flops_human(s.bwd_flops)
       << " per step\n";
   out << "activations  " << bytes_human(static_cast<double>(s.activation_bytes)) << " saved for backward\n";
@@ -113,6 +115,7 @@ void print_text(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
 int run_inspect(const InspectArgs& args, std::ostream& out) {
   ImportOptions opt;
   opt.batch = args.batch;
+  opt.frozen = args.frozen;
   Graph g = import_onnx_file(args.model, opt);
   ModelSummary s = summarize(g);
   if (args.json) print_json(g, s, args.verbose, out);

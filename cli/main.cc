@@ -74,10 +74,11 @@ int main(int argc, char** argv) {
   int64_t batch = 0;
   CLI::App* ins = app.add_subcommand("inspect", "What is in a model: ops, parameters, FLOPs, activation memory");
   ins->add_option("model", inspect.model, "ONNX model file")->required();
-  ins->add_option("--batch,-b", batch, "Batch size: sets the batch axis (axis 0) of every data input")
+  ins->add_option("--batch,-b", batch, "Batch size: sets the batch axis (axis 0) of every data input; a fixed-batch export is re-batched")
       ->check(CLI::PositiveNumber);
   ins->add_flag("--json", inspect.json, "Print JSON instead of text (format in docs/cli.md)");
   ins->add_flag("--verbose,-v", inspect.verbose, "List every node with its shapes, FLOPs and saved bytes");
+  ins->add_option("--frozen", inspect.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
 
   bool markdown = false;
   CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX ops with their FLOP formulas");
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
                  "Which ops may recompute their activations in backward: selective (those that keep something themselves), all (any op, so chains of ops recompute: frontiers reach far lower memory, but are larger and slower to find), none")
       ->capture_default_str();
   pl->add_flag("!--no-recompute", plan.recompute, "Same as --recompute none")->excludes(recompute);
+  pl->add_option("--frozen", plan.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
   pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
@@ -119,6 +121,7 @@ int main(int argc, char** argv) {
   ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size (required); with a plan file it must be the plan's")->check(CLI::PositiveNumber);
   ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum or adam (default adam); with a plan file it must be the plan's");
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
+  ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
 
   try {

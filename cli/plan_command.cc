@@ -201,6 +201,8 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   check_writable(args.dump_space, "--dump-space");
   ImportOptions io;
   io.batch = settings.batch;
+  io.frozen = args.frozen;
+  settings.frozen = args.frozen;
   Graph graph = import_onnx_file(args.model, io);
   settings.model_hash = file_hash(args.model);
   AnalyticCompute compute(settings.cluster, settings.training.precision);

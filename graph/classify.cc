@@ -21,6 +21,8 @@
 //     input that takes a gradient, is a parameter.
 //  6. Anything else: a graph input is data, an initializer a constant.
 //  7. Parameters whose names match a --frozen pattern become buffers (kept, never trained).
+#include <fnmatch.h>
+
 #include <set>
 
 #include "graph/error.h"
@@ -111,9 +113,28 @@ Use weight_use(const Graph& g, const std::vector<std::vector<int>>& consumers, i
   return use;
 }
 
+void freeze(Graph& g, const std::vector<std::string>& patterns) {
+  for (const std::string& p : patterns) {
+    int matched = 0;
+    std::string example;
+    for (Tensor& x : g.tensors) {
+      if (x.kind != TensorKind::Parameter && !x.frozen) continue;
+      if (example.empty()) example = x.name;
+      if (fnmatch(p.c_str(), x.name.c_str(), 0) != 0) continue;
+      x.kind = TensorKind::Buffer;
+      x.frozen = true;
+      ++matched;
+    }
+    if (matched == 0) {
+      throw InputError(g.source_path + ": --frozen '" + p + "' matches no trainable parameter" +
+                       (example.empty() ? std::string(" (the model has none left)") : " (they are named like '" + example + "')"));
+    }
+  }
+}
+
 }  // namespace
 
-void classify_inputs(Graph& g) {
+void classify_inputs(Graph& g, const std::vector<std::string>& frozen) {
   auto consumers = g.consumers();
   auto dynamic = [](const Tensor& x) {
     for (int64_t d : x.shape) {
@@ -187,6 +208,7 @@ void classify_inputs(Graph& g) {
       x.kind = TensorKind::Parameter;
     }
   }
+  freeze(g, frozen);  // rule 7
   // Parameters and buffers carry no value the importer may fold: they change during training.
   g.inputs.clear();
   for (size_t t = 0; t < g.tensors.size(); ++t) {

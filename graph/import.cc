@@ -104,7 +104,7 @@ Graph rebatched(Graph g, const onnx::ModelProto& model, int64_t b0, int64_t batc
 Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
   onnx::ModelProto model = parse(bytes, label);
   Graph g = graph_from_proto(model, label);
-  classify_inputs(g);
+  classify_inputs(g, options.frozen);
   std::optional<int64_t> b0 = fixed_batch(g);
   if (b0 && options.batch && *options.batch != *b0) return rebatched(std::move(g), model, *b0, *options.batch, options);
   specialise_batch(g, options.batch);

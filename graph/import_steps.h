@@ -29,8 +29,9 @@ Value tensor_value(const onnx::TensorProto& t, const std::string& where, bool lo
 Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label);
 
 // Decides, for every graph input and initializer, whether it is data, a trainable parameter,
-// a buffer or a constant (see docs/import.md for the rules).
-void classify_inputs(Graph& g);
+// a buffer or a constant (see docs/import.md for the rules); parameters matching a `frozen`
+// pattern become buffers. Throws InputError for a pattern that matches no parameter.
+void classify_inputs(Graph& g, const std::vector<std::string>& frozen = {});
 
 // Sets the batch axis of every data input (axis 0) to `batch`, or checks it is static. Throws
 // InputError for a dynamic axis when no batch is given, and for dynamic non-batch axes.

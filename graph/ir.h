@@ -59,6 +59,7 @@ struct Tensor {
   std::optional<Value> value;  // set for constants whose value the importer knows
   int producer = -1;           // node index for activations
   int batch_axis = -1;         // axis carrying the batch dimension, -1 if none
+  bool frozen = false;         // a Buffer only because ImportOptions::frozen named it
 
   int64_t elements() const { return numel(shape); }
   int64_t bytes() const { return numel(shape) * dtype_size(dtype); }

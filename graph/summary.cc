@@ -98,6 +98,7 @@ ModelSummary summarize(const Graph& g) {
     } else if (x.kind == TensorKind::Buffer) {
       s.buffer_elements += x.elements();
       s.buffer_bytes += x.bytes();
+      if (x.frozen) s.frozen_parameters += x.elements();
     } else if (x.kind == TensorKind::Constant) {
       s.constant_bytes += x.bytes();
     }

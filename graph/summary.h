@@ -45,6 +45,7 @@ struct ModelSummary {
   int64_t parameter_tensors = 0;
   int64_t buffer_elements = 0;
   int64_t buffer_bytes = 0;
+  int64_t frozen_parameters = 0;  // elements of buffers that are parameters frozen by --frozen
   int64_t constant_bytes = 0;         // constants read by nodes
   double fwd_flops = 0;
   double bwd_flops = 0;

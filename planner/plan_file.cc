@@ -131,6 +131,15 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
   s.model_path = field(model, "path", path + ": model").get<std::string>();
   s.model_hash = field(model, "fnv1a64", path + ": model").get<std::string>();
   s.batch = field(model, "batch", path + ": model").get<int64_t>();
+  // Absent in plan files written before --frozen existed.
+  if (model.contains("frozen")) {
+    const auto& f = model["frozen"];
+    if (!f.is_array()) bad(path + ": model: frozen", "must be a list of strings");
+    for (const auto& p : f) {
+      if (!p.is_string()) bad(path + ": model: frozen", "must be a list of strings");
+      s.frozen.push_back(p.get<std::string>());
+    }
+  }
   s.cluster = parse_cluster(field(j, "cluster", path).dump(), path + ": cluster");
   const auto& tr = field(j, "training", path);
   s.training.precision = parse_precision(field(tr, "precision", path + ": training").get<std::string>());
@@ -207,7 +216,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
   head["version"] = kPlanFormatVersion;
   ModelSummary ms = summarize(graph);
   head["model"] = {{"path", settings.model_path}, {"fnv1a64", settings.model_hash}, {"batch", settings.batch},
-                   {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
+                   {"frozen", settings.frozen}, {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
   const ordered_json made = settings_json(settings);
   for (auto it = made.begin(); it != made.end(); ++it) head[it.key()] = it.value();
   // Written as it is built, one point at a time, in pieces of about a MiB: a frontier can hold

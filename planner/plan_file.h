@@ -33,6 +33,7 @@ struct PlanSettings {
   std::string model_path;
   std::string model_hash;  // fnv1a64 of the file, 16 hex digits
   int64_t batch = 0;
+  std::vector<std::string> frozen;  // --frozen patterns the model was imported with
   Cluster cluster;
   Training training;
   bool recompute = true;
