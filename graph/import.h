@@ -23,8 +23,8 @@
 namespace tensoropt {
 
 struct ImportOptions {
-  std::optional<int64_t> batch;   // re-specialise the batch axis (axis 0 of every data input)
-  bool onnx_cross_check = true;   // also run ONNX shape inference and compare
+  std::optional<int64_t> batch = {};  // re-specialise the batch axis (axis 0 of every data input)
+  bool onnx_cross_check = true;       // also run ONNX shape inference and compare
   // Glob patterns (fnmatch: *, ?, [...]) over tensor names: matching parameters are frozen, kept
   // as buffers and never trained. A pattern that matches no parameter is an InputError.
   std::vector<std::string> frozen = {};
