@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "graph/ir.h"
-#include "planner/cluster.h"
+#include "planner/parallel/cluster.h"
 #include "planner/training.h"
 
 namespace tensoropt::planner {

@@ -14,9 +14,9 @@
 
 #include "graph/error.h"
 #include "planner/baselines.h"
-#include "planner/elimination_order.h"
-#include "planner/ft_bounds.h"
-#include "planner/parallel.h"
+#include "planner/ft/elimination_order.h"
+#include "planner/ft/ft_bounds.h"
+#include "planner/ft/parallel.h"
 
 namespace tensoropt::planner {
 

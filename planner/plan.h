@@ -7,7 +7,7 @@
 // splits one dim over several axes covers the coarser meshes' strategies, so the union over meshes
 // is the frontier of the whole space.
 // Solving. Every mesh's space is built (in parallel) with its fastest and smallest strategy
-// (planner/ft_bounds.h weighted_optima). The first wave, solved side by side, is the mesh with the
+// (planner/ft/ft_bounds.h weighted_optima). The first wave, solved side by side, is the mesh with the
 // fastest strategy and those within 1% as fast (up to one per hardware thread), each knowing a few
 // more of its convex-hull strategies; the others follow, one per hardware thread at a time, each
 // knowing the first wave's frontier points (full costs less its workspace floor), so FT leaves out
@@ -34,9 +34,9 @@
 #include <string>
 #include <vector>
 
-#include "planner/cluster.h"
+#include "planner/parallel/cluster.h"
 #include "planner/compute_model.h"
-#include "planner/ft.h"
+#include "planner/ft/ft.h"
 #include "planner/space.h"
 
 namespace tensoropt::planner {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "planner/baselines.h"
-#include "planner/cluster.h"
+#include "planner/parallel/cluster.h"
 #include "planner/plan.h"
 #include "planner/training.h"
 

@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "graph/error.h"
-#include "planner/collectives.h"
+#include "planner/parallel/collectives.h"
 
 namespace tensoropt::planner {
 

@@ -1,7 +1,7 @@
 // The strategy space of one model on one device mesh, as an FT Problem (DESIGN.md "Cost").
 //
 // Variables (the Problem's nodes), one per:
-//   op         every graph node; configurations = enumerate_configs (planner/op_configs.h), each
+//   op         every graph node; configurations = enumerate_configs (planner/parallel/op_configs.h), each
 //              also with "recompute" when the op may recompute (below)
 //   parameter  every trainable parameter read by an op; configurations = the layouts its readers'
 //              configurations ask for, each with ZeRO level 0 or 2 when some mesh axis replicates
@@ -12,13 +12,13 @@
 //              configurations = the layouts its producer and readers use. It is the one copy the
 //              readers redistribute from, so a fork (attention's Q/K/V) moves data once per layout.
 // Links (the Problem's edges), one per use of a tensor: producer -> reader, carrying the
-// redistribution (planner/redistribute.h) from the producer's layout to the reader's and, when a
+// redistribution (planner/parallel/redistribute.h) from the producer's layout to the reader's and, when a
 // gradient flows back, its backward_plan.
 //
 // Cost terms (Breakdown), all sums over variables and links, so FT is exact on them:
 //   compute    roofline of the local shard per op, forward and backward (planner/compute_model.h);
 //              a recomputed op pays its forward again
-//   comm       every redistribution step's alpha-beta time (planner/collectives.h), by purpose
+//   comm       every redistribution step's alpha-beta time (planner/parallel/collectives.h), by purpose
 //              (forward, backward, gradient synchronisation: bucketed, bucketed_step_time) and kind
 //   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
 //   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-2 divides
@@ -62,9 +62,9 @@
 #include "graph/ir.h"
 #include "graph/summary.h"
 #include "planner/compute_model.h"
-#include "planner/op_configs.h"
-#include "planner/problem.h"
-#include "planner/redistribute.h"
+#include "planner/parallel/op_configs.h"
+#include "planner/ft/problem.h"
+#include "planner/parallel/redistribute.h"
 #include "planner/training.h"
 
 namespace tensoropt::planner {

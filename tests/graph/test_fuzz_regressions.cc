@@ -1,5 +1,5 @@
 // Inputs the fuzzer (fuzz/import_fuzzer.cc) once crashed the importer with: each must now import
-// or be refused with an InputError, never anything else. Under the sanitizer build this also
+// or be refused with an InputError, never anything else, at the export's batch and re-batched. Under the sanitizer build this also
 // proves the undefined behaviour is gone.
 #include <doctest/doctest.h>
 
@@ -23,14 +23,18 @@ TEST_CASE("fuzz regressions import or are refused cleanly") {
     std::ifstream f(entry.path(), std::ios::binary);
     std::ostringstream ss;
     ss << f.rdbuf();
-    for (bool cross_check : {false, true}) {
-      try {
-        Graph g = import_onnx_bytes(ss.str(), entry.path().string(), {.batch = 2, .onnx_cross_check = cross_check});
-        summarize(g);
-      } catch (const InputError&) {
-        // refused with a message: fine
-      } catch (const std::exception& e) {
-        FAIL("unexpected exception: " << e.what());
+    const std::optional<int64_t> batches[] = {std::nullopt, 1, 2, 64};
+    for (std::optional<int64_t> batch : batches) {
+      CAPTURE(batch.value_or(0));
+      for (bool cross_check : {false, true}) {
+        try {
+          Graph g = import_onnx_bytes(ss.str(), entry.path().string(), {.batch = batch, .onnx_cross_check = cross_check});
+          summarize(g);
+        } catch (const InputError&) {
+          // refused with a message: fine
+        } catch (const std::exception& e) {
+          FAIL("unexpected exception: " << e.what());
+        }
       }
     }
   }

@@ -4,8 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "graph/import.h"
-#include "planner/brute_force.h"
-#include "planner/ft.h"
+#include "planner/ft/brute_force.h"
+#include "planner/ft/ft.h"
 #include "planner/space.h"
 #include "tests/onnx_builder.h"
 

@@ -10,7 +10,7 @@
 #include "graph/import.h"
 #include "graph/summary.h"
 #include "planner/baselines.h"
-#include "planner/brute_force.h"
+#include "planner/ft/brute_force.h"
 #include "planner/plan.h"
 #include "tests/onnx_builder.h"
 

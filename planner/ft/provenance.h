@@ -1,0 +1,53 @@
+// Back-pointers that rebuild the strategy behind every FT frontier point.
+//
+// An append-only arena of records addressed by Handle (planner/ft/frontier.h). A choice record says
+// "node var takes configuration value, and the rest comes from its children"; a sum record says
+// "the rest comes from left and from right". kNoHandle contributes nothing. Records form a tree
+// per handle: FT consumes each factor exactly once, so following a final point's handle assigns
+// every node exactly once. Records live in fixed-size blocks: growing never moves them.
+//
+// Ownership: the arena owns its records; handles are indices valid for the arena's lifetime.
+// Thread-safety: one arena per solve; add() is not thread-safe, rebuild() (const) may run on
+// several threads at once while nothing is added. Errors: rebuild() throws std::logic_error on a
+// handle outside the arena or a node assigned twice (an FT bug).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "planner/ft/frontier.h"
+
+namespace tensoropt::planner {
+
+class ProvenanceArena {
+ public:
+  [[nodiscard]] Handle add_choice(int var, int value, Handle child, Handle other = kNoHandle);
+  [[nodiscard]] Handle add_sum(Handle left, Handle right);
+
+  // Writes the configuration of every node reachable from handle into assignment (sized by the
+  // caller, unassigned entries -1).
+  void rebuild(Handle handle, std::vector<int>& assignment) const;
+
+  [[nodiscard]] int64_t size() const { return size_; }
+  [[nodiscard]] int64_t bytes() const {
+    return static_cast<int64_t>(blocks_.size()) * kBlock * static_cast<int64_t>(sizeof(Record));
+  }
+
+ private:
+  struct Record {
+    int32_t var;    // -1 for a sum record
+    int32_t value;  // configuration of var (choice records)
+    Handle left;    // a child (choice records) or the left addend
+    Handle right;   // the other child or the right addend, or kNoHandle
+  };
+  static constexpr int64_t kBlock = int64_t{1} << 16;  // records per block
+  Handle add(Record r);
+  const Record& at(Handle h) const {
+    return blocks_[static_cast<size_t>(h / kBlock)][static_cast<size_t>(h % kBlock)];
+  }
+  std::vector<std::unique_ptr<Record[]>> blocks_;
+  int64_t size_ = 0;
+};
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,96 @@
+#include "planner/parallel/op_configs.h"
+
+namespace tensoropt::planner {
+namespace {
+
+bool splittable(DimRole r) {
+  return r == DimRole::Batch || r == DimRole::Parallel || r == DimRole::Reduction;
+}
+
+// The layout of one operand whose axes map to dims by `axes`, under `axis_dim`; nullopt-like
+// `ok = false` when an output would lose a split parallel dim.
+Layout operand_layout(const std::vector<int>& axes, const std::vector<int>& axis_dim, const IterSpace& space,
+                      bool is_output, bool& ok) {
+  std::vector<Placement> p;
+  for (int d : axis_dim) {
+    if (d < 0) {
+      p.push_back(Placement::replicate());
+      continue;
+    }
+    int tensor_axis = -1;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      if (axes[a] == d) tensor_axis = static_cast<int>(a);
+    }
+    if (tensor_axis >= 0) {
+      p.push_back(Placement::shard(tensor_axis));
+    } else if (!is_output) {
+      p.push_back(Placement::replicate());
+    } else if (space.dims[static_cast<size_t>(d)].role == DimRole::Reduction) {
+      p.push_back(Placement::partial());
+    } else {
+      ok = false;
+      p.push_back(Placement::replicate());
+    }
+  }
+  return Layout(p);
+}
+
+}  // namespace
+
+std::string OpConfig::str(const IterSpace& space) const {
+  std::string s;
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    std::string axes;
+    for (size_t m = 0; m < axis_dim.size(); ++m) {
+      if (axis_dim[m] == static_cast<int>(d)) axes += std::to_string(m);
+    }
+    if (axes.empty()) continue;
+    s += (s.empty() ? "" : " ") + space.dims[d].name + ":S" + axes;
+  }
+  return s.empty() ? "replicate" : s;
+}
+
+std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh,
+                                        const std::vector<bool>& output_used) {
+  std::vector<int> candidates;
+  for (size_t d = 0; d < space.dims.size(); ++d) {
+    if (splittable(space.dims[d].role)) candidates.push_back(static_cast<int>(d));
+  }
+  int axes = mesh.ndim();
+  std::vector<OpConfig> out;
+  // Odometer over (candidates + "none") per mesh axis; "none" (index 0) first, so the fully
+  // replicated configuration comes first.
+  std::vector<size_t> pick(static_cast<size_t>(axes), 0);
+  for (;;) {
+    OpConfig c;
+    for (int m = 0; m < axes; ++m) {
+      size_t k = pick[static_cast<size_t>(m)];
+      c.axis_dim.push_back(k == 0 ? -1 : candidates[k - 1]);
+    }
+    bool ok = true;
+    for (size_t d = 0; d < space.dims.size() && ok; ++d) {
+      int64_t parts = 1;
+      for (int m = 0; m < axes; ++m) {
+        if (c.axis_dim[static_cast<size_t>(m)] == static_cast<int>(d)) parts *= mesh.axis(m).size;
+      }
+      ok = space.dims[d].size % parts == 0;
+    }
+    if (ok) {
+      for (const auto& in : space.inputs) c.inputs.push_back(operand_layout(in, c.axis_dim, space, false, ok));
+      for (size_t o = 0; o < space.outputs.size(); ++o) {
+        if (o < output_used.size() && !output_used[o]) {
+          c.outputs.push_back(Layout::replicated(axes));
+        } else {
+          c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, ok));
+        }
+      }
+    }
+    if (ok) out.push_back(std::move(c));
+    int m = axes - 1;
+    while (m >= 0 && ++pick[static_cast<size_t>(m)] > candidates.size()) pick[static_cast<size_t>(m--)] = 0;
+    if (m < 0) break;
+  }
+  return out;
+}
+
+}  // namespace tensoropt::planner
