@@ -1,0 +1,55 @@
+// A backend: the kernels of one kind of device and the primitives the executor, the loss and the
+// optimizers need beside them. CpuBackend (cpu/backend.h) implements it with Eigen and threads; a
+// CUDA backend implements the same interface with cuBLAS, cuDNN and its own kernels, so the
+// executor (executor.h) never changes when a backend is added.
+//
+// Every Array passed in lives on this backend's device and was allocated by allocator().
+// Float arrays are float32. Functions throw InternalError on a shape or dtype mismatch (the
+// executor's bug, never the user's).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "launcher/runtime/array.h"
+#include "launcher/runtime/kernel.h"
+
+namespace tensoropt::runtime {
+
+struct SgdSettings {
+  double lr = 0.01, momentum = 0, weight_decay = 0;
+};
+struct AdamSettings {
+  double lr = 0.001, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0;
+  bool decoupled = false;  // AdamW: decay the weights, not the gradient
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;  // "cpu", "cuda"
+  virtual Allocator& allocator() = 0;
+  // nullptr when this backend has no kernel for the op type.
+  virtual const OpKernel* kernel(std::string_view op_type) const = 0;
+
+  // Host <-> device: `bytes` must equal the array's bytes.
+  virtual void write(Array& dst, const void* src, int64_t bytes) = 0;
+  virtual void read(const Array& src, void* dst, int64_t bytes) = 0;
+  virtual void fill(Array& a, double value) = 0;
+  // dst += src (same shape and dtype): gradients of a tensor read by several ops.
+  virtual void accumulate(Array& dst, const Array& src) = 0;
+
+  // The mean loss over every labelled position, as torch.nn.functional.cross_entropy on logits
+  // flattened to [N, C] ([B, C] with labels [B], [B, T, C] with labels [B, T]); labels < 0 are
+  // ignored (PyTorch's ignore_index -100 and the like). Writes dlogits when non-null.
+  virtual double cross_entropy(const Array& logits, const Array& labels, Array* dlogits) = 0;
+  // Mean squared error over every element, as torch.nn.functional.mse_loss.
+  virtual double mse(const Array& output, const Array& target, Array* doutput) = 0;
+
+  // One optimizer step on one parameter, PyTorch's update rules (torch.optim.SGD, Adam, AdamW).
+  // `momentum` may be undefined when settings.momentum == 0. `step` is 1-based.
+  virtual void sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) = 0;
+  virtual void adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) = 0;
+};
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,171 @@
+#include "launcher/runtime/cpu/backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <Eigen/Core>
+
+#include "graph/error.h"
+#include "launcher/runtime/cpu/kernels.h"
+#include "launcher/runtime/cpu/util.h"
+
+namespace tensoropt::runtime::cpu {
+
+CpuBackend::CpuBackend(int threads) {
+  register_elementwise(table_);
+  register_linear(table_);
+  register_pool(table_);
+  register_norm(table_);
+  register_layout(table_);
+  register_resample(table_);
+  register_shape(table_);
+  set_threads(threads);
+}
+
+const OpKernel* CpuBackend::kernel(std::string_view op_type) const {
+  auto it = table_.find(op_type);
+  return it == table_.end() ? nullptr : &it->second;
+}
+
+void CpuBackend::set_threads(int threads) {
+  threads_ = std::max(threads, 1);
+  Eigen::setNbThreads(threads_);
+}
+
+void CpuBackend::write(Array& dst, const void* src, int64_t bytes) {
+  TO_CHECK(bytes == dst.bytes());
+  if (bytes > 0) std::memcpy(dst.raw(), src, static_cast<size_t>(bytes));
+}
+
+void CpuBackend::read(const Array& src, void* dst, int64_t bytes) {
+  TO_CHECK(bytes == src.bytes());
+  if (bytes > 0) std::memcpy(dst, src.raw(), static_cast<size_t>(bytes));
+}
+
+void CpuBackend::fill(Array& a, double value) {
+  switch (a.dtype()) {
+    case DType::F32: std::fill_n(a.data<float>(), a.numel(), static_cast<float>(value)); break;
+    case DType::F64: std::fill_n(a.data<double>(), a.numel(), value); break;
+    case DType::I64: std::fill_n(a.data<int64_t>(), a.numel(), static_cast<int64_t>(value)); break;
+    case DType::I32: std::fill_n(a.data<int32_t>(), a.numel(), static_cast<int32_t>(value)); break;
+    case DType::Bool: case DType::U8: std::fill_n(a.data<uint8_t>(), a.numel(), static_cast<uint8_t>(value != 0)); break;
+    default: TO_CHECK(false && "fill: unsupported dtype");
+  }
+}
+
+void CpuBackend::accumulate(Array& dst, const Array& src) {
+  TO_CHECK(dst.shape() == src.shape() && dst.dtype() == DType::F32 && src.dtype() == DType::F32);
+  float* d = dst.data<float>();
+  const float* s = src.data<float>();
+  parallel_for(dst.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) d[i] += s[i];
+  });
+}
+
+double CpuBackend::cross_entropy(const Array& logits, const Array& labels, Array* dlogits) {
+  TO_CHECK(logits.dtype() == DType::F32 && logits.rank() >= 2);
+  const int64_t classes = logits.dim(logits.rank() - 1);
+  const int64_t rows = logits.numel() / classes;
+  TO_CHECK(labels.numel() == rows);
+  const float* x = logits.data<float>();
+  std::vector<double> loss(static_cast<size_t>(rows), 0.0);
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) counted += index_at(labels, r) >= 0;
+  const double scale = counted > 0 ? 1.0 / static_cast<double>(counted) : 0.0;
+  float* dx = dlogits ? dlogits->data<float>() : nullptr;
+  parallel_for(rows, 16, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* row = x + r * classes;
+      int64_t label = index_at(labels, r);
+      double mx = *std::max_element(row, row + classes);
+      double sum = 0;
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - mx);
+      double lse = mx + std::log(sum);
+      if (label >= 0) {
+        TO_CHECK(label < classes);
+        loss[static_cast<size_t>(r)] = lse - row[label];
+      }
+      if (dx) {
+        float* drow = dx + r * classes;
+        if (label < 0) {
+          std::fill_n(drow, classes, 0.0f);
+          continue;
+        }
+        for (int64_t c = 0; c < classes; ++c) {
+          drow[c] = static_cast<float>(std::exp(static_cast<double>(row[c]) - lse) * scale);
+        }
+        drow[label] -= static_cast<float>(scale);
+      }
+    }
+  });
+  double total = 0;
+  for (double l : loss) total += l;
+  return total * scale;
+}
+
+double CpuBackend::mse(const Array& output, const Array& target, Array* doutput) {
+  TO_CHECK(output.numel() == target.numel() && output.dtype() == DType::F32 && target.dtype() == DType::F32);
+  const float* y = output.data<float>();
+  const float* t = target.data<float>();
+  const int64_t n = output.numel();
+  double total = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double d = static_cast<double>(y[i]) - t[i];
+    total += d * d;
+  }
+  if (doutput) {
+    float* dy = doutput->data<float>();
+    const double scale = 2.0 / static_cast<double>(n);
+    for (int64_t i = 0; i < n; ++i) dy[i] = static_cast<float>((static_cast<double>(y[i]) - t[i]) * scale);
+  }
+  return n > 0 ? total / static_cast<double>(n) : 0.0;
+}
+
+// torch.optim.SGD: g += wd * w; buf = momentum * buf + g (buf = g at the first step); w -= lr * buf.
+void CpuBackend::sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) {
+  float* w = weight.data<float>();
+  const float* g = grad.data<float>();
+  float* buf = s.momentum != 0 ? momentum.data<float>() : nullptr;
+  const auto lr = static_cast<float>(s.lr), wd = static_cast<float>(s.weight_decay), mu = static_cast<float>(s.momentum);
+  parallel_for(weight.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      float d = g[i] + wd * w[i];
+      if (buf) {
+        buf[i] = step == 1 ? d : mu * buf[i] + d;
+        d = buf[i];
+      }
+      w[i] -= lr * d;
+    }
+  });
+}
+
+// torch.optim.Adam / AdamW (amsgrad off): m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+// w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps). Adam adds wd * w to g first; AdamW
+// multiplies w by (1 - lr * wd) first.
+void CpuBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) {
+  float* w = weight.data<float>();
+  const float* g = grad.data<float>();
+  float* mm = m.data<float>();
+  float* vv = v.data<float>();
+  const double bc1 = 1.0 - std::pow(s.beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(s.beta2, static_cast<double>(step));
+  const auto b1 = static_cast<float>(s.beta1), b2 = static_cast<float>(s.beta2);
+  const auto step_size = static_cast<float>(s.lr / bc1);
+  const auto bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+  const auto eps = static_cast<float>(s.eps), wd = static_cast<float>(s.weight_decay);
+  const auto decay = static_cast<float>(1.0 - s.lr * s.weight_decay);
+  parallel_for(weight.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      float gi = g[i];
+      if (s.decoupled) w[i] *= decay;
+      else gi += wd * w[i];
+      mm[i] = b1 * mm[i] + (1 - b1) * gi;
+      vv[i] = b2 * vv[i] + (1 - b2) * gi * gi;
+      float denom = std::sqrt(vv[i]) / bc2_sqrt + eps;
+      w[i] -= step_size * mm[i] / denom;
+    }
+  });
+}
+
+}  // namespace tensoropt::runtime::cpu

@@ -1,0 +1,35 @@
+// The CPU backend: host memory, the kernels of cpu/*.cc (Eigen for the dense algebra, OpenMP
+// threads for the rest), and the loss and optimizer primitives of backend.h. set_threads() bounds
+// every kernel and Eigen's products to the cores this worker was given. Thread-compatible: one
+// step at a time.
+#pragma once
+
+#include "launcher/runtime/backend.h"
+
+namespace tensoropt::runtime::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads = 1);
+  std::string_view name() const override { return "cpu"; }
+  Allocator& allocator() override { return allocator_; }
+  const OpKernel* kernel(std::string_view op_type) const override;
+  int threads() const { return threads_; }
+  void set_threads(int threads);
+
+  void write(Array& dst, const void* src, int64_t bytes) override;
+  void read(const Array& src, void* dst, int64_t bytes) override;
+  void fill(Array& a, double value) override;
+  void accumulate(Array& dst, const Array& src) override;
+  double cross_entropy(const Array& logits, const Array& labels, Array* dlogits) override;
+  double mse(const Array& output, const Array& target, Array* doutput) override;
+  void sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) override;
+  void adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) override;
+
+ private:
+  HostAllocator allocator_;
+  KernelTable table_;
+  int threads_ = 1;
+};
+
+}  // namespace tensoropt::runtime::cpu

@@ -1,0 +1,9 @@
+// CPU kernels of graph/ops/shape.cc (see kernels.h).
+#include "launcher/runtime/cpu/kernels.h"
+#include "launcher/runtime/cpu/util.h"
+
+namespace tensoropt::runtime::cpu {
+
+void register_shape(KernelTable& table) { (void)table; }
+
+}  // namespace tensoropt::runtime::cpu

@@ -1,0 +1,266 @@
+#include "launcher/runtime/executor.h"
+
+#include <algorithm>
+
+#include "graph/error.h"
+#include "graph/op_catalogue.h"
+
+namespace tensoropt::runtime {
+namespace {
+
+bool listed(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+}  // namespace
+
+void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
+
+Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state, ExecutorOptions options)
+    : g_(g), backend_(backend), state_(state), options_(options) {
+  for (const Node& n : g_.nodes) {
+    const OpKernel* k = backend_.kernel(n.op_type);
+    if (!k || !k->forward) {
+      throw InputError(g_.source_path + ": node " + n.label() + ": op '" + n.op_type + "' has no " +
+                       std::string(backend_.name()) + " kernel yet");
+    }
+    kernels_.push_back(k);
+  }
+  if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
+  plan();
+  for (int t : grad_roots_) {
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    root_grads_[t] = Array(x.dtype, x.shape, backend_.allocator(), MemoryKind::Gradients);
+  }
+}
+
+void Executor::plan() {
+  const size_t nt = g_.tensors.size();
+  requires_grad_.assign(nt, false);
+  for (size_t t = 0; t < nt; ++t) {
+    const Tensor& x = g_.tensors[t];
+    bool root = x.kind == TensorKind::Parameter ||
+                (options_.input_gradients && x.kind == TensorKind::Input && dtype_is_float(x.dtype));
+    if (root) {
+      requires_grad_[t] = true;
+      grad_roots_.push_back(static_cast<int>(t));
+    }
+  }
+  plans_.assign(g_.nodes.size(), {});
+  last_forward_use_.assign(nt, -1);
+  last_backward_use_.assign(nt, -1);
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
+    const OpDef* def = find_op(n.op_type);
+    TO_CHECK(def != nullptr);
+    NodePlan& p = plans_[i];
+    p.input_grad.assign(n.inputs.size(), false);
+    bool differentiable = static_cast<bool>(kernels_[i]->backward);
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      int t = n.inputs[k];
+      if (t < 0) continue;
+      last_forward_use_[static_cast<size_t>(t)] = static_cast<int>(i);
+      p.input_grad[k] = differentiable && requires_grad_[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(k));
+      p.backward = p.backward || p.input_grad[k];
+    }
+    for (int o : n.outputs) {
+      if (o >= 0) requires_grad_[static_cast<size_t>(o)] = p.backward && dtype_is_float(g_.tensors[static_cast<size_t>(o)].dtype);
+    }
+    p.keep_input.assign(n.inputs.size(), false);
+    p.keep_output.assign(n.outputs.size(), false);
+    if (!p.backward) continue;
+    OpView view(g_, n);
+    for (const Saved& s : def->saved(view, p.input_grad)) {
+      if (s.tensor < 0) continue;  // op extras live in the kernel's OpState
+      for (size_t k = 0; k < n.inputs.size(); ++k) p.keep_input[k] = p.keep_input[k] || n.inputs[k] == s.tensor;
+      for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.keep_output[k] || n.outputs[k] == s.tensor;
+    }
+    // Backward runs in reverse order: the saved tensor is last needed by the earliest node.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (p.keep_input[k]) last_backward_use_[static_cast<size_t>(n.inputs[k])] = static_cast<int>(i);
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (p.keep_output[k] && last_backward_use_[static_cast<size_t>(n.outputs[k])] < 0) {
+        last_backward_use_[static_cast<size_t>(n.outputs[k])] = static_cast<int>(i);
+      }
+    }
+  }
+}
+
+const Array& Executor::value(int t) const {
+  auto it = values_.find(t);
+  if (it != values_.end()) return it->second;
+  auto st = state_.find(t);
+  TO_CHECK(st != state_.end());
+  return st->second;
+}
+
+void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& ctx, bool loss_pass) {
+  values_.clear();
+  TO_CHECK(inputs.size() == g_.inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& x = g_.tensors[static_cast<size_t>(g_.inputs[k])];
+    if (inputs[k].shape() != x.shape || inputs[k].dtype() != x.dtype) {
+      throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " +
+                       std::string(dtype_name(x.dtype)) + shape_str(x.shape));
+    }
+    values_[g_.inputs[k]] = inputs[k];
+  }
+  states_.assign(g_.nodes.size(), {});
+  std::vector<bool> is_output(g_.tensors.size(), false);
+  for (int t : g_.outputs) is_output[static_cast<size_t>(t)] = true;
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    const Node& n = g_.nodes[i];
+    const OpKernel& k = *kernels_[i];
+    std::vector<const Array*> in;
+    for (int t : n.inputs) in.push_back(t < 0 ? nullptr : &value(t));
+    std::vector<Array> outs(n.outputs.size());
+    std::vector<Array*> out;
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      int t = n.outputs[o];
+      if (t < 0) {
+        out.push_back(nullptr);
+        continue;
+      }
+      const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+      bool kept = loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0);
+      if (!(o == 0 && k.aliases_input)) {
+        outs[o] = Array(x.dtype, x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
+      }
+      out.push_back(&outs[o]);
+    }
+    k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
+    if (ctx.training) {
+      for (auto [o, input] : k.state_updates) {
+        int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
+        if (src < 0 || dst < 0 || !state_.count(dst)) continue;
+        std::vector<char> host(static_cast<size_t>(outs[static_cast<size_t>(o)].bytes()));
+        backend_.read(outs[static_cast<size_t>(o)], host.data(), static_cast<int64_t>(host.size()));
+        backend_.write(state_[dst], host.data(), static_cast<int64_t>(host.size()));
+      }
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      if (n.outputs[o] >= 0) values_[n.outputs[o]] = std::move(outs[o]);
+    }
+    if (!loss_pass) states_[i] = {};
+    // Free what no later forward reads and backward does not keep.
+    auto release = [&](int t) {
+      if (t < 0 || is_output[static_cast<size_t>(t)]) return;
+      if (loss_pass && last_backward_use_[static_cast<size_t>(t)] >= 0) return;
+      if (last_forward_use_[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
+    };
+    for (int t : n.inputs) release(t);
+    for (int t : n.outputs) release(t);
+  }
+}
+
+std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const StepContext& ctx) {
+  run_forward(inputs, ctx, /*loss_pass=*/false);
+  std::vector<Array> out;
+  for (int t : g_.outputs) out.push_back(values_.at(t));
+  values_.clear();
+  return out;
+}
+
+void Executor::run_backward(const StepContext& ctx) {
+  for (size_t i = g_.nodes.size(); i-- > 0;) {
+    const Node& n = g_.nodes[i];
+    const NodePlan& p = plans_[i];
+    std::vector<const Array*> dout;
+    bool any = false;
+    for (int t : n.outputs) {
+      auto it = t < 0 ? grads_.end() : grads_.find(t);
+      dout.push_back(it == grads_.end() ? nullptr : &it->second);
+      any = any || it != grads_.end();
+    }
+    if (p.backward && any) {
+      std::vector<const Array*> in, out;
+      std::vector<Shape> in_shapes;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        int t = n.inputs[k];
+        in.push_back(t >= 0 && p.keep_input[k] ? &value(t) : nullptr);
+        in_shapes.push_back(t >= 0 ? g_.tensors[static_cast<size_t>(t)].shape : Shape{});
+      }
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        out.push_back(n.outputs[k] >= 0 && p.keep_output[k] ? &value(n.outputs[k]) : nullptr);
+      }
+      std::vector<Array> dins(n.inputs.size());
+      std::vector<Array*> din;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (!p.input_grad[k]) {
+          din.push_back(nullptr);
+          continue;
+        }
+        const Tensor& x = g_.tensors[static_cast<size_t>(n.inputs[k])];
+        dins[k] = Array(x.dtype, x.shape, backend_.allocator(), MemoryKind::Transients);
+        din.push_back(&dins[k]);
+      }
+      kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx});
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (!p.input_grad[k]) continue;
+        int t = n.inputs[k];
+        if (auto root = root_grads_.find(t); root != root_grads_.end()) {
+          backend_.accumulate(root->second, dins[k]);
+          continue;
+        }
+        auto it = grads_.find(t);
+        if (it == grads_.end()) grads_[t] = std::move(dins[k]);
+        else backend_.accumulate(it->second, dins[k]);
+      }
+    }
+    // This node's outputs are done: their gradients were complete (every reader came later).
+    for (int t : n.outputs) {
+      if (t >= 0) grads_.erase(t);
+    }
+    states_[i] = {};
+    for (auto it = values_.begin(); it != values_.end();) {
+      int lb = last_backward_use_[static_cast<size_t>(it->first)];
+      if (lb >= static_cast<int>(i) || lb < 0) it = values_.erase(it);
+      else ++it;
+    }
+  }
+  values_.clear();
+}
+
+void Executor::zero_gradients() {
+  grads_.clear();
+  for (auto& [t, a] : root_grads_) backend_.fill(a, 0.0);
+}
+
+double Executor::train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx) {
+  zero_gradients();
+  run_forward(inputs, ctx, /*loss_pass=*/true);
+  const int out = g_.outputs[0];
+  const Array& y = values_.at(out);
+  Array dy(y.dtype(), y.shape(), backend_.allocator(), MemoryKind::Transients);
+  double loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy)
+                                                        : backend_.mse(y, target, &dy);
+  if (requires_grad_[static_cast<size_t>(out)]) grads_[out] = std::move(dy);
+  // The other outputs (a BatchNormalization's running statistics, say) take no gradient.
+  for (size_t k = 1; k < g_.outputs.size(); ++k) values_.erase(g_.outputs[k]);
+  run_backward(ctx);
+  return loss;
+}
+
+void Executor::backward_from(const std::vector<Array>& inputs, const std::vector<const Array*>& output_grads,
+                             const StepContext& ctx) {
+  zero_gradients();
+  run_forward(inputs, ctx, /*loss_pass=*/true);
+  TO_CHECK(output_grads.size() == g_.outputs.size());
+  for (size_t k = 0; k < g_.outputs.size(); ++k) {
+    int t = g_.outputs[k];
+    if (!output_grads[k] || !requires_grad_[static_cast<size_t>(t)] || grads_.count(t)) continue;
+    Array d(output_grads[k]->dtype(), output_grads[k]->shape(), backend_.allocator(), MemoryKind::Transients);
+    std::vector<char> host(static_cast<size_t>(d.bytes()));
+    backend_.read(*output_grads[k], host.data(), d.bytes());
+    backend_.write(d, host.data(), d.bytes());
+    grads_[t] = std::move(d);
+  }
+  run_backward(ctx);
+}
+
+const Array& Executor::gradient(int tensor) const {
+  auto it = root_grads_.find(tensor);
+  TO_CHECK(it != root_grads_.end());
+  return it->second;
+}
+
+}  // namespace tensoropt::runtime

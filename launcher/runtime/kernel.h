@@ -1,0 +1,88 @@
+// The kernel interface: one forward and one backward function per op type of the catalogue
+// (graph/op_catalogue.h), per backend. The CPU backend (cpu/, Eigen and threads) implements it now;
+// the CUDA backend (cuBLAS, cuDNN, own kernels) implements the same table. Nothing above this
+// interface knows which backend runs.
+//
+// Forward: the executor allocates every output with the shape and dtype the importer inferred and
+// calls forward(OpCall); the kernel writes the outputs, and may keep extras for its backward in
+// OpState (a dropout mask, normalisation statistics, pooling indices: the bytes the catalogue's
+// `saved` function charges as extras). A kernel with `aliases_input` set gets output 0 undefined
+// and makes it a view of input 0 (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
+//
+// Backward: backward(GradCall) receives the output gradients and writes the input gradients the
+// executor asks for (din[i] non-null: allocated with input i's shape, to be OVERWRITTEN, not
+// accumulated). It may read only what forward kept: the inputs and outputs the catalogue's `saved`
+// function lists for this node and these needs-grad flags (the others are null), and its OpState.
+// This is the contract that makes measured activation memory equal the planner's: the kernel
+// tests (tests/runtime/) call backward with exactly those tensors and nothing else.
+//
+// An empty `backward` means no input of the op takes a gradient (comparisons, Shape, ArgMax...).
+// A kernel that meets something it does not implement (an attribute value, a dtype) calls
+// kernel_error, an InputError naming the node: the model is refused, never silently mis-run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "graph/error.h"
+#include "graph/ir.h"
+#include "launcher/runtime/array.h"
+
+namespace tensoropt::runtime {
+
+// What every kernel of a step shares.
+struct StepContext {
+  Allocator* allocator = nullptr;  // where kernels allocate OpState and workspaces
+  bool training = true;            // Dropout drops and BatchNormalization uses batch statistics
+  uint64_t seed = 0;               // --seed
+  int64_t step = 0;                // 1-based training step, for dropout masks
+  int threads = 1;                 // cores the kernels may use
+};
+
+// Extras a forward keeps for its backward, allocated as MemoryKind::Activations.
+struct OpState {
+  std::vector<Array> saved;
+};
+
+struct OpCall {
+  const Node& node;
+  int node_index;                   // position in the graph, for per-node random streams
+  std::vector<const Array*> in;     // nullptr for an omitted optional input
+  std::vector<Array*> out;          // nullptr for an omitted optional output
+  OpState& state;
+  const StepContext& ctx;
+};
+
+struct GradCall {
+  const Node& node;
+  int node_index;
+  std::vector<const Array*> in;     // forward inputs the catalogue saves; others nullptr
+  std::vector<const Array*> out;    // forward outputs the catalogue saves; others nullptr
+  std::vector<const Array*> dout;   // output gradients; nullptr where none flows back (treat as 0)
+  std::vector<Array*> din;          // input gradients wanted, to overwrite; nullptr where not wanted
+  const std::vector<Shape>& in_shapes;  // every forward input's shape, saved or not
+  OpState& state;
+  const StepContext& ctx;
+};
+
+struct OpKernel {
+  std::function<void(const OpCall&)> forward;
+  std::function<void(const GradCall&)> backward;  // empty: no input takes a gradient
+  bool aliases_input = false;                     // output 0 is a view of input 0
+  // (output, input) pairs: in training, after forward, the output's values are copied into the
+  // input, a buffer (BatchNormalization's running mean and variance).
+  std::vector<std::pair<int, int>> state_updates = {};
+};
+
+// One backend's kernels by op type.
+using KernelTable = std::map<std::string, OpKernel, std::less<>>;
+
+// "<node label>: <what>" as an InputError.
+[[noreturn]] void kernel_error(const Node& node, const std::string& what);
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,175 @@
+#include "tests/runtime/kernel_check.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graph/import.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/executor.h"
+
+namespace tensoropt::test {
+namespace {
+
+using runtime::Array;
+using runtime::MemoryKind;
+
+Array make_array(const Tensor& x, const std::vector<double>& v, runtime::Backend& b, MemoryKind kind) {
+  Array a(x.dtype, x.shape, b.allocator(), kind);
+  REQUIRE_MESSAGE(static_cast<int64_t>(v.size()) == a.numel(), "values for '" << x.name << "'");
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    auto d = static_cast<size_t>(i);
+    switch (x.dtype) {
+      case DType::F32: a.data<float>()[i] = static_cast<float>(v[d]); break;
+      case DType::F64: a.data<double>()[i] = v[d]; break;
+      case DType::I64: a.data<int64_t>()[i] = static_cast<int64_t>(v[d]); break;
+      case DType::I32: a.data<int32_t>()[i] = static_cast<int32_t>(v[d]); break;
+      case DType::Bool: case DType::U8: a.data<uint8_t>()[i] = v[d] != 0; break;
+      default: FAIL("unsupported dtype for '" << x.name << "'");
+    }
+  }
+  return a;
+}
+
+std::vector<double> to_doubles(const Array& a) {
+  std::vector<double> v(static_cast<size_t>(a.numel()));
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    auto d = static_cast<size_t>(i);
+    switch (a.dtype()) {
+      case DType::F32: v[d] = a.data<float>()[i]; break;
+      case DType::F64: v[d] = a.data<double>()[i]; break;
+      case DType::I64: v[d] = static_cast<double>(a.data<int64_t>()[i]); break;
+      case DType::I32: v[d] = a.data<int32_t>()[i]; break;
+      case DType::Bool: case DType::U8: v[d] = a.data<uint8_t>()[i]; break;
+      default: break;
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+void check_kernel(const KernelCase& c) {
+  CAPTURE(c.name);
+  Graph g = import_onnx_bytes(c.model.bytes(), c.name, {});
+  runtime::cpu::CpuBackend backend(2);
+  std::mt19937_64 rng(12345);
+  // Every graph input and initializer the nodes read gets a value: given, folded or random.
+  std::map<std::string, std::vector<double>> host;
+  auto host_values = [&](const Tensor& x) -> const std::vector<double>& {
+    auto it = host.find(x.name);
+    if (it != host.end()) return it->second;
+    std::vector<double> v;
+    if (auto given = c.values.find(x.name); given != c.values.end()) {
+      v = given->second;
+    } else if (x.value) {
+      for (int64_t i = 0; i < x.value->size(); ++i) v.push_back(x.value->real(i));
+    } else {
+      REQUIRE_MESSAGE(dtype_is_float(x.dtype), "give values for integer input '" << x.name << "'");
+      auto r = c.ranges.count(x.name) ? c.ranges.at(x.name) : c.range;
+      std::uniform_real_distribution<double> u(r.first, r.second);
+      for (int64_t i = 0; i < x.elements(); ++i) v.push_back(u(rng));
+    }
+    return host[x.name] = std::move(v);
+  };
+  std::map<int, Array> state;
+  std::vector<int> state_ids;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer || x.kind == TensorKind::Constant) {
+      if (x.producer >= 0 || x.dtype == DType::Undefined) continue;
+      state[static_cast<int>(t)] = make_array(x, host_values(x), backend, MemoryKind::Parameters);
+      state_ids.push_back(static_cast<int>(t));
+    }
+  }
+  auto make_inputs = [&]() {
+    std::vector<Array> in;
+    for (int t : g.inputs) {
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      in.push_back(make_array(x, host_values(x), backend, MemoryKind::Inputs));
+    }
+    return in;
+  };
+  runtime::ExecutorOptions opts;
+  opts.input_gradients = true;
+  runtime::Executor ex(g, backend, state, opts);
+  runtime::StepContext ctx{&backend.allocator(), true, 7, 1, 2};
+
+  std::vector<Array> outs = ex.forward(make_inputs(), ctx);
+  for (const auto& [name, want] : c.expect) {
+    int t = g.find(name);
+    REQUIRE_MESSAGE(t >= 0, "output '" << name << "'");
+    size_t k = 0;
+    while (k < g.outputs.size() && g.outputs[k] != t) ++k;
+    REQUIRE_MESSAGE(k < g.outputs.size(), "'" << name << "' is not a graph output");
+    std::vector<double> got = to_doubles(outs[k]);
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(std::abs(got[i] - want[i]) <= 1e-5 * std::abs(want[i]) + 1e-6);
+    }
+  }
+  if (!c.gradient) return;
+
+  // f(x) = sum over float outputs of <out, R>; gradients from backward_from(R).
+  std::vector<Array> weights(g.outputs.size());
+  std::vector<const Array*> wptr(g.outputs.size(), nullptr);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const Tensor& y = g.tensors[static_cast<size_t>(g.outputs[k])];
+    if (!dtype_is_float(y.dtype)) continue;
+    std::vector<double> r;
+    for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
+    weights[k] = make_array(y, r, backend, MemoryKind::Transients);
+    wptr[k] = &weights[k];
+  }
+  auto objective = [&]() {
+    std::vector<Array> o = ex.forward(make_inputs(), ctx);
+    double f = 0;
+    for (size_t k = 0; k < o.size(); ++k) {
+      if (!wptr[k]) continue;
+      std::vector<double> a = to_doubles(o[k]), r = to_doubles(*wptr[k]);
+      for (size_t i = 0; i < a.size(); ++i) f += a[i] * r[i];
+    }
+    return f;
+  };
+  ex.backward_from(make_inputs(), wptr, ctx);
+  std::map<int, std::vector<double>> grads;
+  for (int t : ex.gradient_tensors()) grads[t] = to_doubles(ex.gradient(t));
+  REQUIRE_MESSAGE(!grads.empty(), "no input takes a gradient: set gradient = false");
+
+  for (const auto& [t, grad] : grads) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    CAPTURE(x.name);
+    for (int dir = 0; dir < 2; ++dir) {
+      std::vector<double> base = host.at(x.name), v(base.size());
+      double scale = 0;
+      for (double b : base) scale = std::max(scale, std::abs(b));
+      double eps = 1e-2 * std::max(scale, 1.0);
+      double analytic = 0;
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = u(rng);
+        analytic += grad[i] * v[i];
+      }
+      auto set = [&](double s) {
+        std::vector<double> p = base;
+        for (size_t i = 0; i < p.size(); ++i) p[i] += s * v[i];
+        host[x.name] = p;
+        if (state.count(t)) state[t] = make_array(x, p, backend, MemoryKind::Parameters);
+      };
+      set(eps);
+      double fp = objective();
+      set(-eps);
+      double fm = objective();
+      set(0);
+      double numeric = (fp - fm) / (2 * eps);
+      CAPTURE(analytic);
+      CAPTURE(numeric);
+      double floor = 1e-3 * std::sqrt(static_cast<double>(base.size()));
+      CHECK(std::abs(analytic - numeric) <= c.tolerance * std::max(std::abs(analytic), std::abs(numeric)) + floor);
+    }
+  }
+}
+
+}  // namespace tensoropt::test
