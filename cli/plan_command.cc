@@ -67,7 +67,10 @@ void check_writable(const std::optional<std::string>& path, const std::string& f
 
 std::string mesh_shape(const DeviceMesh& m) {
   std::string s = "[";
-  for (int a = 0; a < m.ndim(); ++a) s += (a ? "," : "") + std::to_string(m.axis(a).size);
+  for (int a = 0; a < m.ndim(); ++a) {
+    if (a) s += ',';
+    s += std::to_string(m.axis(a).size);
+  }
   return s + "]";
 }
 

@@ -120,7 +120,12 @@ std::vector<std::pair<double, double>> shape(size_t i) {
 
 std::string polygon(const char* cls, size_t shape_index, double x, double y, const char* fill) {
   std::string pts;
-  for (auto [dx, dy] : shape(shape_index)) pts += (pts.empty() ? "" : " ") + num(x + 6 * dx) + "," + num(y + 6 * dy);
+  for (auto [dx, dy] : shape(shape_index)) {
+    if (!pts.empty()) pts += ' ';
+    pts += num(x + 6 * dx);
+    pts += ',';
+    pts += num(y + 6 * dy);
+  }
   return std::string("<polygon class=\"") + cls + "\" points=\"" + pts + "\" fill=\"" + fill +
          "\" stroke=\"#222222\" stroke-width=\"1\"/>\n";
 }
@@ -227,7 +232,8 @@ std::string render_svg(const PlotSpec& spec) {
     std::stable_sort(pts.begin(), pts.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.time_s < b.time_s; });
     const char* col = colour(static_cast<int>(c), spec.curves.size());
     double x = px(pts[0].time_s), y = py(pts[0].memory_bytes);
-    std::string d = "M" + num(x) + " " + num(y);
+    std::string d = "M";  // then appended: "M" + num(x) trips GCC 12's false -Wrestrict at -O3
+    d += num(x) + " " + num(y);
     for (size_t i = 1; i < pts.size(); ++i) {
       double x2 = px(pts[i].time_s), y2 = py(pts[i].memory_bytes);
       d += " H" + num(x2) + " V" + num(y2);

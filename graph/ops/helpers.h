@@ -56,6 +56,9 @@ std::vector<Saved> save_input_and_output(const OpView& v, const std::vector<bool
 // For a two-operand contraction (Conv, Gemm, MatMul, Einsum): operand 0 when operand 1 needs a
 // gradient, operand 1 when operand 0 does.
 std::vector<Saved> save_for_other_operand(const OpView& v, const std::vector<bool>& needs_grad);
+// The name of an iteration dimension: prefix then index, "d0", "k1". (Built by appending: GCC 12
+// at -O3 warns falsely, -Wrestrict, on "d" + std::to_string(i).)
+std::string dim_name(char prefix, size_t index);
 // {0, 1, ..., n-1}: the identity map of n axes.
 std::vector<int> iota_axes(size_t n);
 
