@@ -33,16 +33,18 @@ int norm_axis(int64_t axis, int rank, const char* what) {
 }
 
 int64_t checked_numel(const Shape& s) {
-  // 2^40 elements (4 TiB of float32) bounds every real tensor and keeps byte counts and their
-  // sums over a graph far from int64 overflow.
-  constexpr int64_t kLimit = int64_t{1} << 40;
-  int64_t n = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : s) {
     if (d < 0) throw OpError("negative dimension in shape " + shape_str(s));
-    if (d != 0 && n > kLimit / d) throw OpError("shape " + shape_str(s) + " has too many elements");
-    n *= d;
+    empty = empty || d == 0;
+    if (d == 0) continue;
+    if (nonzero > kMaxElements / d) {
+      throw OpError("shape " + shape_str(s) + " has more than 2^59 elements: its size in bytes could overflow 64 bits");
+    }
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 int64_t add_checked(int64_t a, int64_t b) {

@@ -303,7 +303,10 @@ OpDef group_stats_norm(const std::string& type) {
   d.saved = [groups](const OpView& v, const std::vector<bool>& g) {
     if (!(g[0] || g[1] || g[2])) return std::vector<Saved>{};
     auto s = save_inputs(v, {0});
-    s.push_back({-1, 2 * v.in_shape(0)[0] * groups(v) * 4});
+    // Mean and inverse deviation per sample and group; groups divide the channels, so at most
+    // N * C statistics (num_groups is unbounded only when there are no channels).
+    const Shape& x = v.in_shape(0);
+    s.push_back({-1, 2 * x[0] * std::min(groups(v), x[1]) * 4});
     return s;
   };
   return d;
