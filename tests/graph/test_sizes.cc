@@ -36,7 +36,7 @@ std::string error_of(const std::string& bytes) {
 
 }  // namespace
 
-TEST_CASE("sizes: a tensor of 2^45 elements imports, with exact counts; 2^59 - 1 elements of float64 too") {
+TEST_CASE("sizes: a tensor of 2^45 elements imports with exact counts, and one of 2^59 - 1 float64 elements") {
   // GPT-2's logits at 32,768 sequences, [32768,1024,50257], are 2^40.6 elements.
   std::string m = ModelBuilder().input("x", {32768, 1024, 1048576}, kFloat).node("Relu", {"x"}, {"y"}).output("y").bytes();
   Graph g = import_onnx_bytes(m, "big.onnx", {.batch = std::nullopt, .onnx_cross_check = false});

@@ -225,7 +225,7 @@ TEST_CASE("strategy space: on one GPU, the saved activations are the model summa
   }
 }
 
-TEST_CASE("strategy space: 2^45-element tensors on 4,096 GPUs; a tensor whose collectives would overflow is refused") {
+TEST_CASE("strategy space: 2^45-element tensors on 4,096 GPUs, and a tensor whose collectives would overflow is refused") {
   AnalyticCompute compute(kH100, Precision::Fp32);
   const DeviceMesh gpus4096 = DeviceMesh::for_cluster(kH100, 4096);
   {
