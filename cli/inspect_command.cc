@@ -35,12 +35,6 @@ std::string shapes_of(const Graph& g, const std::vector<int>& ids) {
   return s;
 }
 
-int64_t saved_bytes(const NodeCost& c) {
-  int64_t b = 0;
-  for (const Saved& s : c.saved) b += s.bytes;
-  return b;
-}
-
 void print_json(const Graph& g, const ModelSummary& s, bool verbose, std::ostream& out) {
   ordered_json j;
   j["format_version"] = kInspectFormat;
@@ -72,7 +66,7 @@ void print_json(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
       }
       list.push_back({{"name", n.name}, {"op", n.op_type}, {"inputs", in}, {"outputs", outs},
                       {"flops", {{"forward", costs[i].fwd_flops}, {"backward", costs[i].bwd_flops}}},
-                      {"saved_bytes", saved_bytes(costs[i])}});
+                      {"saved_bytes", costs[i].saved_bytes}});
     }
     j["node_list"] = list;
   }
@@ -106,7 +100,7 @@ void print_text(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
     const Node& n = g.nodes[i];
     out << i << "  " << n.name << "  " << n.op_type << "  " << shapes_of(g, n.inputs) << " -> "
         << shapes_of(g, n.outputs) << "  " << flops_human(costs[i].fwd_flops) << "  "
-        << bytes_human(static_cast<double>(saved_bytes(costs[i]))) << "\n";
+        << bytes_human(static_cast<double>(costs[i].saved_bytes)) << "\n";
   }
 }
 

@@ -67,7 +67,10 @@ void check_writable(const std::optional<std::string>& path, const std::string& f
 
 std::string mesh_shape(const DeviceMesh& m) {
   std::string s = "[";
-  for (int a = 0; a < m.ndim(); ++a) s += (a ? "," : "") + std::to_string(m.axis(a).size);
+  for (int a = 0; a < m.ndim(); ++a) {
+    if (a) s += ',';
+    s += std::to_string(m.axis(a).size);
+  }
   return s + "]";
 }
 
@@ -98,11 +101,11 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   };
   std::string meshes;
   for (const MeshStats& m : f.meshes) meshes += (meshes.empty() ? "" : ", ") + m.mesh;
-  char head[256];
-  std::snprintf(head, sizeof head, "%d GPU%s: %zu points on the frontier (meshes %s; planned in %.2f s, planner peak %s)\n",
-                f.gpus, f.gpus == 1 ? "" : "s", f.points.size(), meshes.c_str(), f.seconds,
+  // The mesh list grows with the GPU count (a dozen meshes at 4096): streamed, never cut short.
+  char tail[128];
+  std::snprintf(tail, sizeof tail, "; planned in %.2f s, planner peak %s)\n", f.seconds,
                 bytes_human(static_cast<double>(f.peak_bytes)).c_str());
-  out << head;
+  out << f.gpus << (f.gpus == 1 ? " GPU: " : " GPUs: ") << f.points.size() << " points on the frontier (meshes " << meshes << tail;
   for (const std::string& s : f.skipped) out << "  skipped mesh " << s << "\n";
   for (const MeshStats& m : f.meshes)
     if (!m.approximation.empty()) out << "  mesh " << m.mesh << ": " << m.approximation << "\n";

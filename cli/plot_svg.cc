@@ -12,9 +12,9 @@
 namespace tensoropt::cli {
 namespace {
 
-// Canvas layout in pixels: the plot area, then the legend column to its right.
-constexpr double kLeft = 78, kTop = 48, kWidth = 560, kHeight = 380, kBottom = 58;
-constexpr double kCharW = 0.6;  // average glyph width per unit of font size, for label boxes
+// Canvas layout in pixels: the plot area, then the legend column to its right, at least kLegendW
+// wide and as wide as its longest text needs, plus kMargin.
+constexpr double kLeft = 78, kTop = 48, kWidth = 560, kHeight = 380, kBottom = 58, kLegendW = 160, kMargin = 16;
 // Okabe-Ito: distinguishable under the common colour-vision deficiencies (yellow left out: too pale).
 const char* const kPalette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000"};
 constexpr const char* kGrey = "#666666";
@@ -120,7 +120,12 @@ std::vector<std::pair<double, double>> shape(size_t i) {
 
 std::string polygon(const char* cls, size_t shape_index, double x, double y, const char* fill) {
   std::string pts;
-  for (auto [dx, dy] : shape(shape_index)) pts += (pts.empty() ? "" : " ") + num(x + 6 * dx) + "," + num(y + 6 * dy);
+  for (auto [dx, dy] : shape(shape_index)) {
+    if (!pts.empty()) pts += ' ';
+    pts += num(x + 6 * dx);
+    pts += ',';
+    pts += num(y + 6 * dy);
+  }
   return std::string("<polygon class=\"") + cls + "\" points=\"" + pts + "\" fill=\"" + fill +
          "\" stroke=\"#222222\" stroke-width=\"1\"/>\n";
 }
@@ -139,10 +144,40 @@ std::string circle(double x, double y, double r, const std::string& attrs) {
   return "<circle cx=\"" + num(x) + "\" cy=\"" + num(y) + "\" r=\"" + num(r) + "\" " + attrs + "/>\n";
 }
 
+// One line of the legend: a symbol in a 26-px column (none for the baselines heading and the note
+// on a budget above the chart, whose text starts at the column), then its text.
+struct LegendRow {
+  enum class Symbol { None, Curve, Marker, Chosen, Budget } symbol;
+  size_t index = 0;          // the curve's or marker's
+  std::string label;
+  double space_before = 0;   // above the row, in addition to the row pitch
+  const char* fill = nullptr;
+  double text_x() const { return symbol == Symbol::None ? 0 : 36; }
+};
+
 const std::string kBudgetStroke = "stroke=\"#444444\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"";
 const std::string kChosenStroke = "fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"";
 
 }  // namespace
+
+double text_width(std::string_view s, double font_size) {
+  // Advance widths in thousandths of an em of ' ' (32) to '~' (126): the larger of DejaVu Sans and
+  // DejaVu Sans Bold (rounded up), the widest of the fonts "sans-serif" usually resolves to.
+  static constexpr uint16_t kAdvance[95] = {
+      349, 457, 521, 838, 696, 1002, 873, 307, 458, 458, 523, 838, 380, 416, 380, 366,    // ' ' to '/'
+      696, 696, 696, 696, 696, 696, 696, 696, 696, 696, 400, 400, 838, 838, 838, 581,     // '0' to '?'
+      1000, 774, 763, 734, 831, 684, 684, 821, 837, 373, 373, 775, 638, 996, 837, 851,    // '@' to 'O'
+      733, 851, 771, 721, 683, 813, 774, 1104, 771, 725, 726, 458, 366, 458, 838, 500,    // 'P' to '_'
+      500, 675, 716, 593, 716, 679, 436, 716, 712, 343, 343, 666, 343, 1042, 712, 688,    // '`' to 'o'
+      716, 716, 494, 596, 479, 712, 652, 924, 646, 652, 583, 712, 366, 712, 838};         // 'p' to '~'
+  double em = 0;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    if (c >= 32 && c < 127) em += kAdvance[c - 32] / 1000.0;
+    else if (c < 0x80 || c >= 0xC0) em += 1;  // a control character, or the lead byte of a UTF-8 code point
+  }
+  return em * font_size;
+}
 
 std::string render_svg(const PlotSpec& spec) {
   // Data range over everything drawn; an empty plot gets 0-100 ms by 0-1 GiB.
@@ -169,16 +204,27 @@ std::string render_svg(const PlotSpec& spec) {
   auto px = [&](double t) { return kLeft + ax.frac(t) * kWidth; };
   auto py = [&](double m) { return kTop + kHeight - ay.frac(m) * kHeight; };
 
-  // Legend first, to size the canvas: curves, then baselines, chosen point and budget.
-  const std::string chosen_label = "chosen for the budget";
+  // Legend first, to size the canvas: curves, then baselines, chosen point and budget. The canvas
+  // is as wide as the widest text (legend rows and title) needs.
   const bool has_chosen = spec.chosen && usable(*spec.chosen);
-  size_t longest = has_chosen ? chosen_label.size() : 0;
-  size_t rows = spec.curves.size() + spec.markers.size() + !spec.markers.empty() + has_chosen + has_budget;
-  for (const PlotCurve& c : spec.curves) longest = std::max(longest, c.label.size());
-  for (const PlotMarker& m : spec.markers) longest = std::max(longest, m.label.size());
-  double lx = kLeft + kWidth + 24;
-  double canvas_w = lx + 56 + std::max<double>(14, static_cast<double>(longest)) * 12 * kCharW;
-  double canvas_h = std::max(kTop + kHeight + kBottom, kTop + 22 * static_cast<double>(rows) + 20);
+  using Symbol = LegendRow::Symbol;
+  std::vector<LegendRow> legend;
+  for (size_t c = 0; c < spec.curves.size(); ++c) legend.push_back({Symbol::Curve, c, spec.curves[c].label});
+  if (!spec.markers.empty()) legend.push_back({Symbol::None, 0, "baselines", 6, "#666666"});
+  for (size_t i = 0; i < spec.markers.size(); ++i) legend.push_back({Symbol::Marker, i, spec.markers[i].label});
+  if (has_chosen) legend.push_back({Symbol::Chosen, 0, "chosen for the budget"});
+  if (budget_drawn) legend.push_back({Symbol::Budget, 0, "memory budget"});
+  else if (has_budget) legend.push_back({Symbol::None, 0, "memory budget " + bytes_human(budget) + ", above the chart"});
+  const double lx = kLeft + kWidth + 24;
+  double right = std::max(lx + kLegendW, kLeft + text_width(spec.title, 16));
+  double bottom = kTop + kHeight + kBottom;
+  double row_y = kTop + 10;  // the symbol's centre; text baseline 4 below
+  for (const LegendRow& r : legend) {
+    right = std::max(right, lx + r.text_x() + text_width(r.label, 12));
+    bottom = std::max(bottom, (row_y += r.space_before) + 24);
+    row_y += 22;
+  }
+  const double canvas_w = std::ceil(right + kMargin), canvas_h = std::ceil(bottom);
 
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(canvas_w, 0) + "\" height=\"" +
                   num(canvas_h, 0) + "\" viewBox=\"0 0 " + num(canvas_w, 0) + " " + num(canvas_h, 0) +
@@ -214,7 +260,7 @@ std::string render_svg(const PlotSpec& spec) {
     std::string label = "memory budget " + bytes_human(budget);
     s += line(kLeft, y, x_end, y, "class=\"budget\" " + kBudgetStroke);
     s += text(x_end - 6, y - 5, label, 11, "end", " fill=\"#444444\"");
-    taken.push_back({x_end - 6 - static_cast<double>(label.size()) * 11 * kCharW, y - 15, x_end - 6, y - 2});
+    taken.push_back({x_end - 6 - text_width(label, 11), y - 15, x_end - 6, y - 2});
     taken.push_back({kLeft, y - 1, x_end, y + 1});
   }
 
@@ -227,7 +273,8 @@ std::string render_svg(const PlotSpec& spec) {
     std::stable_sort(pts.begin(), pts.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.time_s < b.time_s; });
     const char* col = colour(static_cast<int>(c), spec.curves.size());
     double x = px(pts[0].time_s), y = py(pts[0].memory_bytes);
-    std::string d = "M" + num(x) + " " + num(y);
+    std::string d = "M";  // then appended: "M" + num(x) trips GCC 12's false -Wrestrict at -O3
+    d += num(x) + " " + num(y);
     for (size_t i = 1; i < pts.size(); ++i) {
       double x2 = px(pts[i].time_s), y2 = py(pts[i].memory_bytes);
       d += " H" + num(x2) + " V" + num(y2);
@@ -257,7 +304,7 @@ std::string render_svg(const PlotSpec& spec) {
   for (const PlotMarker& m : spec.markers) {
     if (!usable(m.point)) continue;
     double x = px(m.point.time_s), y = py(m.point.memory_bytes);
-    double w = static_cast<double>(m.label.size()) * 11 * kCharW;
+    double w = text_width(m.label, 11);
     // Right, left, above, below: the first spot that is free.
     const Box spots[] = {{x + 10, y - 7, x + 10 + w, y + 6}, {x - 10 - w, y - 7, x - 10, y + 6},
                          {x - w / 2, y - 23, x + w / 2, y - 10}, {x - w / 2, y + 10, x + w / 2, y + 23}};
@@ -275,26 +322,24 @@ std::string render_svg(const PlotSpec& spec) {
   // Legend.
   s += "<g class=\"legend\">\n";
   double y = kTop + 10;
-  for (size_t c = 0; c < spec.curves.size(); ++c, y += 22) {
-    const char* col = colour(static_cast<int>(c), spec.curves.size());
-    s += line(lx, y, lx + 26, y, "stroke=\"" + std::string(col) + "\" stroke-width=\"2\"");
-    s += circle(lx + 13, y, 3.5, "fill=\"" + std::string(col) + "\"");
-    s += text(lx + 36, y + 4, spec.curves[c].label, 12);
-  }
-  if (!spec.markers.empty()) s += text(lx, (y += 6) + 4, "baselines", 12, "start", " fill=\"#666666\""), y += 22;
-  for (size_t i = 0; i < spec.markers.size(); ++i, y += 22) {
-    s += polygon("legend-marker", i, lx + 13, y, colour(spec.markers[i].curve, spec.curves.size()));
-    s += text(lx + 36, y + 4, spec.markers[i].label, 12);
-  }
-  if (has_chosen) {
-    s += circle(lx + 13, y, 8, kChosenStroke);
-    s += text(lx + 36, y + 4, chosen_label, 12), y += 22;
-  }
-  if (budget_drawn) {
-    s += line(lx, y, lx + 26, y, kBudgetStroke);
-    s += text(lx + 36, y + 4, "memory budget", 12);
-  } else if (has_budget) {
-    s += text(lx, y + 4, "memory budget " + bytes_human(budget) + ", above the chart", 12);
+  for (const LegendRow& r : legend) {
+    y += r.space_before;
+    switch (r.symbol) {
+      case Symbol::None: break;
+      case Symbol::Curve: {
+        const std::string col = colour(static_cast<int>(r.index), spec.curves.size());
+        s += line(lx, y, lx + 26, y, "stroke=\"" + col + "\" stroke-width=\"2\"");
+        s += circle(lx + 13, y, 3.5, "fill=\"" + col + "\"");
+        break;
+      }
+      case Symbol::Marker:
+        s += polygon("legend-marker", r.index, lx + 13, y, colour(spec.markers[r.index].curve, spec.curves.size()));
+        break;
+      case Symbol::Chosen: s += circle(lx + 13, y, 8, kChosenStroke); break;
+      case Symbol::Budget: s += line(lx, y, lx + 26, y, kBudgetStroke); break;
+    }
+    s += text(lx + r.text_x(), y + 4, r.label, 12, "start", r.fill ? std::string(" fill=\"") + r.fill + "\"" : "");
+    y += 22;
   }
   s += "</g>\n</svg>\n";
   return s;

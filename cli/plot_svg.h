@@ -6,8 +6,9 @@
 // starts at 0; time starts at 0 unless the data sit far from it. Points that are NaN, infinite or
 // negative are skipped (never printed), as is such a budget. Labels are XML-escaped; a curve or
 // marker is always listed in the legend, and a marker is also labelled on the plot (right, left,
-// above or below it) when that label overlaps nothing drawn. Colours repeat after 7 curves.
-// Same spec -> identical bytes.
+// above or below it) when that label overlaps nothing drawn. Colours repeat after 7 curves. The
+// canvas is as wide as its texts need, measured by text_width: no title or legend text runs past
+// its right edge. Same spec -> identical bytes.
 //
 // Element classes the tests (and anyone restyling the file) can rely on: "frontier" (one path per
 // curve with at least one point), "point" (one dot per frontier point), "marker" (one per baseline
@@ -17,6 +18,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace tensoropt::cli {
@@ -45,6 +47,11 @@ struct PlotSpec {
   std::optional<double> memory_budget_bytes;  // dashed horizontal line, labelled; only named in the
                                               // legend when above twice the highest point
 };
+
+// The width in pixels of `s` (UTF-8) set at `font_size` px, measured conservatively: at least its
+// advance width in DejaVu Sans and in DejaVu Sans Bold (wider than Arial, Helvetica and Liberation
+// Sans, the other usual "sans-serif" fonts); any character outside printable ASCII counts a full em.
+double text_width(std::string_view s, double font_size);
 
 // A complete standalone SVG document (UTF-8, starts with "<svg", ends with "</svg>\n").
 std::string render_svg(const PlotSpec& spec);

@@ -82,25 +82,31 @@ std::string supported_op_list() {
 }
 
 OpBytes op_bytes(const OpView& v, const std::vector<bool>& needs_grad, const std::vector<Saved>& saved) {
+  // Each tensor's bytes fit in int64 (ops::kMaxElements); their sums are checked.
+  auto add = [&](int64_t& total, int64_t bytes) {
+    if (__builtin_add_overflow(total, bytes, &total)) {
+      throw InputError(v.graph.source_path + ": node " + v.node.label() + " reads or writes more than 2^63 bytes");
+    }
+  };
   OpBytes b;
   std::set<int> seen;
   for (int i = 0; i < v.num_inputs(); ++i) {
-    if (v.has_input(i) && seen.insert(v.node.inputs[static_cast<size_t>(i)]).second) b.fwd_read += v.in(i).bytes();
+    if (v.has_input(i) && seen.insert(v.node.inputs[static_cast<size_t>(i)]).second) add(b.fwd_read, v.in(i).bytes());
   }
   bool any_grad = false;
   for (int i = 0; i < v.num_inputs(); ++i) {
     if (v.has_input(i) && needs_grad[static_cast<size_t>(i)]) {
-      b.bwd_write += v.in(i).bytes();
+      add(b.bwd_write, v.in(i).bytes());
       any_grad = true;
     }
   }
   for (int o = 0; o < v.num_outputs(); ++o) {
     if (!v.has_output(o)) continue;
-    b.fwd_write += v.out(o).bytes();
-    if (any_grad && dtype_is_float(v.out(o).dtype)) b.bwd_read += v.out(o).bytes();
+    add(b.fwd_write, v.out(o).bytes());
+    if (any_grad && dtype_is_float(v.out(o).dtype)) add(b.bwd_read, v.out(o).bytes());
   }
   if (any_grad) {
-    for (const Saved& s : saved) b.bwd_read += s.bytes;
+    for (const Saved& s : saved) add(b.bwd_read, s.bytes);
   }
   return b;
 }

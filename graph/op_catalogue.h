@@ -123,6 +123,7 @@ struct OpBytes {
   int64_t fwd_read = 0, fwd_write = 0, bwd_read = 0, bwd_write = 0;
 };
 // Backward reads the output gradients and the saved tensors, writes the input gradients.
+// Throws InputError naming the node when a sum does not fit in int64.
 OpBytes op_bytes(const OpView& v, const std::vector<bool>& needs_grad, const std::vector<Saved>& saved);
 
 // The iteration space with Batch roles filled in from the inputs' batch axes, with exactly one

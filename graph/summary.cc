@@ -73,6 +73,11 @@ std::vector<NodeCost> node_costs(const Graph& g) {
     // causal mask) are held anyway as model state; only data-dependent tensors are activations.
     c.saved = def->saved(v, c.input_grad);
     std::erase_if(c.saved, [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; });
+    for (const Saved& sv : c.saved) {
+      if (__builtin_add_overflow(c.saved_bytes, sv.bytes, &c.saved_bytes)) {
+        throw InputError(g.source_path + ": node " + n.label() + " saves more than 2^63 bytes for backward");
+      }
+    }
     c.bytes = op_bytes(v, c.input_grad, c.saved);
     costs.push_back(std::move(c));
   }
@@ -80,6 +85,10 @@ std::vector<NodeCost> node_costs(const Graph& g) {
 }
 
 ModelSummary summarize(const Graph& g) {
+  // Each tensor's elements and bytes fit in int64 (ops::kMaxElements); the totals are checked.
+  auto add = [&](int64_t& total, int64_t n, const char* what) {
+    if (__builtin_add_overflow(total, n, &total)) throw InputError(g.source_path + ": the model's " + what + " exceed 2^63");
+  };
   ModelSummary s;
   std::set<int> used;
   for (const Node& n : g.nodes) {
@@ -92,15 +101,15 @@ ModelSummary summarize(const Graph& g) {
   for (int t : used) {
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     if (x.kind == TensorKind::Parameter) {
-      s.trainable_parameters += x.elements();
-      s.parameter_bytes += x.bytes();
+      add(s.trainable_parameters, x.elements(), "parameters");
+      add(s.parameter_bytes, x.bytes(), "parameter bytes");
       ++s.parameter_tensors;
     } else if (x.kind == TensorKind::Buffer) {
-      s.buffer_elements += x.elements();
-      s.buffer_bytes += x.bytes();
-      if (x.frozen) s.frozen_parameters += x.elements();
+      add(s.buffer_elements, x.elements(), "buffer elements");
+      add(s.buffer_bytes, x.bytes(), "buffer bytes");
+      if (x.frozen) add(s.frozen_parameters, x.elements(), "frozen parameters");
     } else if (x.kind == TensorKind::Constant) {
-      s.constant_bytes += x.bytes();
+      add(s.constant_bytes, x.bytes(), "constant bytes");
     }
   }
   std::vector<NodeCost> costs = node_costs(g);
@@ -110,14 +119,12 @@ ModelSummary summarize(const Graph& g) {
     s.fwd_flops += c.fwd_flops;
     s.bwd_flops += c.bwd_flops;
     s.fwd_flops_by_op[g.nodes[i].op_type] += c.fwd_flops;
-    s.fwd_bytes += c.bytes.fwd_read + c.bytes.fwd_write;
-    s.bwd_bytes += c.bytes.bwd_read + c.bytes.bwd_write;
+    add(s.fwd_bytes, c.bytes.fwd_read, "forward bytes moved");
+    add(s.fwd_bytes, c.bytes.fwd_write, "forward bytes moved");
+    add(s.bwd_bytes, c.bytes.bwd_read, "backward bytes moved");
+    add(s.bwd_bytes, c.bytes.bwd_write, "backward bytes moved");
     for (const Saved& sv : c.saved) {
-      if (sv.tensor < 0) {
-        s.activation_bytes += sv.bytes;
-        continue;
-      }
-      if (saved.insert(storage_of(g, sv.tensor)).second) s.activation_bytes += sv.bytes;
+      if (sv.tensor < 0 || saved.insert(storage_of(g, sv.tensor)).second) add(s.activation_bytes, sv.bytes, "activation bytes");
     }
   }
   return s;

@@ -31,10 +31,12 @@ struct NodeCost {
   double bwd_flops = 0;
   OpBytes bytes;
   std::vector<Saved> saved;         // data-dependent tensors and op extras only
+  int64_t saved_bytes = 0;          // their sum
   std::vector<bool> input_grad;  // per input position: does this input get a gradient
 };
 
-// Costs of every node, in node order.
+// Costs of every node, in node order. Throws InputError naming a node whose bytes moved or saved
+// do not fit in int64.
 std::vector<NodeCost> node_costs(const Graph& g);
 
 struct ModelSummary {
@@ -55,6 +57,7 @@ struct ModelSummary {
   int64_t bwd_bytes = 0;
 };
 
+// Throws InputError naming the model when a total does not fit in int64.
 ModelSummary summarize(const Graph& g);
 
 }  // namespace tensoropt

@@ -77,12 +77,23 @@ bool has_partial(const Layout& l) {
   return std::any_of(l.placements().begin(), l.placements().end(), [](const Placement& p) { return p.is_partial(); });
 }
 
+// Every tensor's collectives have sizes that fit in int64 (redistribute's requirement): at most
+// 2^63 / 16,384 bytes = 512 TiB for one tensor on 16,384 GPUs. Per-device figures are smaller.
+void check_sizes_fit(const Graph& g, const DeviceMesh& mesh, const Training& training) {
+  for (const Tensor& t : g.tensors) {
+    if (fits_on_mesh(t.shape, training.element_bytes(t), mesh)) continue;
+    throw InputError(g.source_path + ": tensor '" + t.name + "' " + shape_str(t.shape) + " is too large to plan on " +
+                     std::to_string(mesh.size()) + " GPUs: the bytes its collectives move would overflow 64 bits");
+  }
+}
+
 }  // namespace
 
 StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute,
                              const SpaceOptions& options)
     : graph_(&graph), mesh_(mesh), compute_(&compute), options_(options) {
   const Graph& g = graph;
+  check_sizes_fit(g, mesh_, options_.training);
   node_costs_ = tensoropt::node_costs(g);
   requires_grad_ = requires_grad(g);
   is_output_.assign(g.tensors.size(), false);
@@ -458,9 +469,11 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
   }
   for (size_t o = 0; o < node.outputs.size(); ++o)
     if (node.outputs[o] >= 0) local_io += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
-  double global_io = static_cast<double>(nc.bytes.fwd_read + nc.bytes.fwd_write);
+  // Global bytes: each sum fits in int64 alone, not always together.
+  double global_io = static_cast<double>(nc.bytes.fwd_read) + static_cast<double>(nc.bytes.fwd_write);
   w.fwd_bytes = local_io;
-  w.bwd_bytes = global_io > 0 ? static_cast<double>(nc.bytes.bwd_read + nc.bytes.bwd_write) * local_io / global_io : 0;
+  double global_bwd = static_cast<double>(nc.bytes.bwd_read) + static_cast<double>(nc.bytes.bwd_write);
+  w.bwd_bytes = global_io > 0 ? global_bwd * local_io / global_io : 0;
   OpTime time = compute_->op_time(w);
   b[Term::ComputeForward] = time.forward;
   b[Term::ComputeBackward] = time.backward;

@@ -48,7 +48,8 @@
 // Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
 //
 // Thread-safety: immutable after build; const methods safe from many threads.
-// Errors: InputError for a model the space cannot handle (e.g. a tensor with no layout in common).
+// Errors: InputError for a model the space cannot handle (e.g. a tensor with no layout in common, or
+// one so large that the bytes its collectives move on this mesh would overflow int64).
 #pragma once
 
 #include <array>

@@ -33,16 +33,18 @@ int norm_axis(int64_t axis, int rank, const char* what) {
 }
 
 int64_t checked_numel(const Shape& s) {
-  // 2^40 elements (4 TiB of float32) bounds every real tensor and keeps byte counts and their
-  // sums over a graph far from int64 overflow.
-  constexpr int64_t kLimit = int64_t{1} << 40;
-  int64_t n = 1;
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : s) {
     if (d < 0) throw OpError("negative dimension in shape " + shape_str(s));
-    if (d != 0 && n > kLimit / d) throw OpError("shape " + shape_str(s) + " has too many elements");
-    n *= d;
+    empty = empty || d == 0;
+    if (d == 0) continue;
+    if (nonzero > kMaxElements / d) {
+      throw OpError("shape " + shape_str(s) + " has more than 2^59 elements: its size in bytes could overflow 64 bits");
+    }
+    nonzero *= d;
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 int64_t add_checked(int64_t a, int64_t b) {
@@ -133,7 +135,7 @@ Value eval_elementwise(const OpView& v, DType out, const IntFn& int_fn, const Re
 IterSpace elementwise_space(const OpView& v, const std::vector<int>& data_inputs) {
   const Shape& out = v.out(0).shape;
   IterSpace s;
-  for (size_t a = 0; a < out.size(); ++a) s.dims.push_back({"d" + std::to_string(a), out[a], DimRole::Parallel});
+  for (size_t a = 0; a < out.size(); ++a) s.dims.push_back({dim_name('d', a), out[a], DimRole::Parallel});
   s.inputs.resize(static_cast<size_t>(v.num_inputs()));
   for (int i : data_inputs) {
     if (!v.has_input(i)) continue;
@@ -152,7 +154,7 @@ IterSpace elementwise_space(const OpView& v, const std::vector<int>& data_inputs
 IterSpace axes_space(const Shape& out, const std::vector<DimRole>& roles,
                      std::vector<std::vector<int>> input_axes, int num_outputs) {
   IterSpace s;
-  for (size_t a = 0; a < out.size(); ++a) s.dims.push_back({"d" + std::to_string(a), out[a], roles[a]});
+  for (size_t a = 0; a < out.size(); ++a) s.dims.push_back({dim_name('d', a), out[a], roles[a]});
   s.inputs = std::move(input_axes);
   std::vector<int> all = iota_axes(out.size());
   s.outputs.assign(static_cast<size_t>(num_outputs), all);
@@ -196,6 +198,12 @@ std::vector<Saved> save_for_other_operand(const OpView& v, const std::vector<boo
   if (needs_grad.size() > 1 && needs_grad[1]) pos.push_back(0);
   if (needs_grad[0]) pos.push_back(1);
   return save_inputs(v, pos);
+}
+
+std::string dim_name(char prefix, size_t index) {
+  std::string name(1, prefix);
+  name += std::to_string(index);
+  return name;
 }
 
 std::vector<int> iota_axes(size_t n) {

@@ -15,7 +15,13 @@ namespace tensoropt::ops {
 Shape broadcast(const std::vector<Shape>& shapes);
 // Axis in [-rank, rank) to [0, rank); throws OpError otherwise (a scalar has no axis).
 int norm_axis(int64_t axis, int rank, const char* what);
-// Checked product of dims, rejecting negatives and more than 2^40 elements.
+// Most elements a tensor may have: its bytes, at 8 per element (the widest dtype), fit in int64
+// twice over, so a tensor's bytes and the sum of two tensors' bytes never overflow. Elements, not
+// bytes, because a shape is checked before its dtype is known. Sums over more tensors (a node's
+// bytes moved, a model's totals) are checked where they are added.
+inline constexpr int64_t kMaxElements = (int64_t{1} << 59) - 1;
+// Checked product of dims; throws OpError on a negative dim or when the nonzero dims multiply to
+// more than kMaxElements (so that no product of some of a shape's dims overflows either).
 int64_t checked_numel(const Shape& s);
 // a + b and a * b, throwing OpError instead of overflowing int64.
 int64_t add_checked(int64_t a, int64_t b);
@@ -56,6 +62,9 @@ std::vector<Saved> save_input_and_output(const OpView& v, const std::vector<bool
 // For a two-operand contraction (Conv, Gemm, MatMul, Einsum): operand 0 when operand 1 needs a
 // gradient, operand 1 when operand 0 does.
 std::vector<Saved> save_for_other_operand(const OpView& v, const std::vector<bool>& needs_grad);
+// The name of an iteration dimension: prefix then index, "d0", "k1". (Built by appending: GCC 12
+// at -O3 warns falsely, -Wrestrict, on "d" + std::to_string(i).)
+std::string dim_name(char prefix, size_t index);
 // {0, 1, ..., n-1}: the identity map of n axes.
 std::vector<int> iota_axes(size_t n);
 

@@ -52,7 +52,7 @@ IterSpace reshape_space(const OpView& v, int num_inputs) {
     if (i < in.size() && in[i] == 1 && !(o < out.size() && out[o] == 1)) { ++i; continue; }
     if (o < out.size() && out[o] == 1 && !(i < in.size() && in[i] == 1)) {
       oa[o] = static_cast<int>(s.dims.size());
-      s.dims.push_back({"d" + std::to_string(o), 1, DimRole::Fixed});
+      s.dims.push_back({dim_name('d', o), 1, DimRole::Fixed});
       ++o;
       continue;
     }
@@ -65,12 +65,12 @@ IterSpace reshape_space(const OpView& v, int num_inputs) {
       else break;
     }
     int d = static_cast<int>(s.dims.size());
-    s.dims.push_back({"d" + std::to_string(o0), out[o0], DimRole::Parallel});
+    s.dims.push_back({dim_name('d', o0), out[o0], DimRole::Parallel});
     oa[o0] = d;
     ia[i0] = d;
     for (size_t k = o0 + 1; k < o; ++k) {
       oa[k] = static_cast<int>(s.dims.size());
-      s.dims.push_back({"d" + std::to_string(k), out[k], DimRole::Fixed});
+      s.dims.push_back({dim_name('d', k), out[k], DimRole::Fixed});
     }
   }
   s.inputs.push_back(ia);

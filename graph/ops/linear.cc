@@ -61,11 +61,11 @@ OpDef conv() {
     int md = static_cast<int>(s.dims.size());
     s.dims.push_back({"m", w[0] / g, DimRole::Parallel});
     int od = static_cast<int>(s.dims.size());
-    for (size_t i = 0; i < sp; ++i) s.dims.push_back({"o" + std::to_string(i), y[2 + i], DimRole::Spatial});
+    for (size_t i = 0; i < sp; ++i) s.dims.push_back({dim_name('o', i), y[2 + i], DimRole::Spatial});
     int cd = static_cast<int>(s.dims.size());
     s.dims.push_back({"c", w[1], DimRole::Reduction});
     int kd = static_cast<int>(s.dims.size());
-    for (size_t i = 0; i < sp; ++i) s.dims.push_back({"k" + std::to_string(i), w[2 + i], DimRole::Window});
+    for (size_t i = 0; i < sp; ++i) s.dims.push_back({dim_name('k', i), w[2 + i], DimRole::Window});
     std::vector<int> xa{0, g > 1 ? gd : cd}, wa{g > 1 ? gd : md, cd}, ya{0, g > 1 ? gd : md};
     for (size_t i = 0; i < sp; ++i) {
       xa.push_back(od + static_cast<int>(i));
@@ -187,7 +187,7 @@ OpDef matmul() {
     MatMulShape ms = matmul_shape(v);
     IterSpace s;
     int nb = static_cast<int>(ms.batch.size());
-    for (int i = 0; i < nb; ++i) s.dims.push_back({"b" + std::to_string(i), ms.batch[static_cast<size_t>(i)], DimRole::Parallel});
+    for (int i = 0; i < nb; ++i) s.dims.push_back({dim_name('b', i), ms.batch[static_cast<size_t>(i)], DimRole::Parallel});
     int md = nb, nd = nb + 1, kd = nb + 2;
     s.dims.push_back({"m", ms.m, DimRole::Parallel});
     s.dims.push_back({"n", ms.n, DimRole::Parallel});
@@ -277,7 +277,7 @@ EinsumSpec parse_einsum(const OpView& v) {
         if (erank > ellipsis_rank) {
           for (int e = ellipsis_rank < 0 ? 0 : ellipsis_rank; e < erank; ++e) {
             ellipsis_dims.insert(ellipsis_dims.begin(), static_cast<int>(spec.dims.size()));
-            spec.dims.push_back({"e" + std::to_string(e), 1, DimRole::Parallel});
+            spec.dims.push_back({dim_name('e', e), 1, DimRole::Parallel});
           }
           ellipsis_rank = erank;
         }
@@ -417,13 +417,13 @@ OpDef conv_transpose() {
     for (size_t i = 0; i < sp; ++i) {
       xa.push_back(static_cast<int>(s.dims.size()));
       ya.push_back(static_cast<int>(s.dims.size()));
-      s.dims.push_back({"o" + std::to_string(i), y[2 + i], DimRole::Spatial});
+      s.dims.push_back({dim_name('o', i), y[2 + i], DimRole::Spatial});
     }
     xa[1] = wa[0] = static_cast<int>(s.dims.size());
     s.dims.push_back({"c", x[1], DimRole::Reduction});
     for (size_t i = 0; i < sp; ++i) {
       wa.push_back(static_cast<int>(s.dims.size()));
-      s.dims.push_back({"k" + std::to_string(i), w[2 + i], DimRole::Window});
+      s.dims.push_back({dim_name('k', i), w[2 + i], DimRole::Window});
     }
     if (v.node.attr_int("group", 1) > 1) wa[1] = -1;
     s.inputs = {xa, wa, {1}};

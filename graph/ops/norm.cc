@@ -247,7 +247,7 @@ OpDef reduce(const std::string& type, bool linear) {
     std::vector<int> xa, ya;
     for (size_t a = 0; a < x.size(); ++a) {
       int dim = static_cast<int>(s.dims.size());
-      s.dims.push_back({"d" + std::to_string(a), x[a],
+      s.dims.push_back({dim_name('d', a), x[a],
                         red[a] ? (linear ? DimRole::Reduction : DimRole::Normalized) : DimRole::Parallel});
       xa.push_back(dim);
       if (!red[a]) ya.push_back(dim);
@@ -303,7 +303,10 @@ OpDef group_stats_norm(const std::string& type) {
   d.saved = [groups](const OpView& v, const std::vector<bool>& g) {
     if (!(g[0] || g[1] || g[2])) return std::vector<Saved>{};
     auto s = save_inputs(v, {0});
-    s.push_back({-1, 2 * v.in_shape(0)[0] * groups(v) * 4});
+    // Mean and inverse deviation per sample and group; groups divide the channels, so at most
+    // N * C statistics (num_groups is unbounded only when there are no channels).
+    const Shape& x = v.in_shape(0);
+    s.push_back({-1, 2 * x[0] * std::min(groups(v), x[1]) * 4});
     return s;
   };
   return d;
@@ -392,7 +395,7 @@ OpDef arg_reduce(const std::string& type) {
     bool keep = topk || v.node.attr_int("keepdims", 1) != 0;
     for (size_t a = 0; a < x.size(); ++a) {
       xa.push_back(static_cast<int>(a));
-      s.dims.push_back({"d" + std::to_string(a), x[a], a == axis ? DimRole::Normalized : DimRole::Parallel});
+      s.dims.push_back({dim_name('d', a), x[a], a == axis ? DimRole::Normalized : DimRole::Parallel});
       if (a != axis) ya.push_back(static_cast<int>(a));
       else if (keep) ya.push_back(-1);
     }

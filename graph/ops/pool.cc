@@ -41,9 +41,9 @@ OpDef windowed(const std::string& type, bool is_max) {
     std::vector<int> axes{0, 1};
     for (size_t i = 0; i < sp; ++i) {
       axes.push_back(static_cast<int>(s.dims.size()));
-      s.dims.push_back({"o" + std::to_string(i), y[2 + i], DimRole::Spatial});
+      s.dims.push_back({dim_name('o', i), y[2 + i], DimRole::Spatial});
     }
-    for (size_t i = 0; i < sp; ++i) s.dims.push_back({"k" + std::to_string(i), k[i], DimRole::Window});
+    for (size_t i = 0; i < sp; ++i) s.dims.push_back({dim_name('k', i), k[i], DimRole::Window});
     s.inputs = {axes};
     s.outputs.assign(static_cast<size_t>(v.num_outputs()), axes);
     return s;
@@ -84,7 +84,7 @@ OpDef global(const std::string& type, bool is_max) {
     for (size_t a = 2; a < x.size(); ++a) {
       xa.push_back(static_cast<int>(s.dims.size()));
       ya.push_back(-1);
-      s.dims.push_back({"s" + std::to_string(a - 2), x[a], is_max ? DimRole::Normalized : DimRole::Reduction});
+      s.dims.push_back({dim_name('s', a - 2), x[a], is_max ? DimRole::Normalized : DimRole::Reduction});
     }
     s.inputs = {xa};
     s.outputs = {ya};

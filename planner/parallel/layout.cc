@@ -34,7 +34,10 @@ size_t Layout::hash() const {
 
 std::string Layout::str() const {
   std::string s = "[";
-  for (size_t i = 0; i < p_.size(); ++i) s += (i ? "," : "") + p_[i].str();
+  for (size_t i = 0; i < p_.size(); ++i) {
+    if (i) s += ',';
+    s += p_[i].str();
+  }
   return s + "]";
 }
 

@@ -90,18 +90,21 @@ Step make_step(const Shape& shape, int dtype_bytes, const Layout& cur, int axis,
     auto& x = piece[static_cast<size_t>(d)];
     x = (x + s.group_size - 1) / s.group_size;
   };
-  int64_t n = s.group_size;
+  int64_t n = 1;
   switch (s.kind) {
-    case StepKind::AllGather: split(s.from.dim()); s.bytes = n * numel(piece) * dtype_bytes; break;
-    case StepKind::ReduceScatter: split(s.to.dim()); s.bytes = n * numel(piece) * dtype_bytes; break;
+    case StepKind::AllGather: split(s.from.dim()); n = s.group_size; break;
+    case StepKind::ReduceScatter: split(s.to.dim()); n = s.group_size; break;
     case StepKind::AllToAll:
       split(s.from.dim());
       split(s.to.dim());
-      s.bytes = n * numel(piece) * dtype_bytes;
+      n = s.group_size;
       break;
-    case StepKind::AllReduce: s.bytes = numel(piece) * dtype_bytes; break;
-    default: s.bytes = 0;
+    case StepKind::AllReduce: break;
+    default: n = 0;
   }
+  int64_t elements = 0;  // cannot overflow on a mesh the shape fits on (fits_on_mesh)
+  TO_CHECK(!__builtin_mul_overflow(n, numel(piece), &elements) &&
+           !__builtin_mul_overflow(elements, int64_t{dtype_bytes}, &s.bytes));
   return s;
 }
 
@@ -160,6 +163,11 @@ int phase2_rank(StepKind k) {
 }
 
 }  // namespace
+
+bool fits_on_mesh(const Shape& shape, int dtype_bytes, const DeviceMesh& mesh) {
+  int64_t bytes = 0;
+  return !__builtin_mul_overflow(numel(shape), std::max<int64_t>(dtype_bytes, 1) * mesh.size(), &bytes);
+}
 
 RedistributePlan redistribute(const Shape& shape, int dtype_bytes, const Layout& from, const Layout& to,
                               const DeviceMesh& mesh) {

@@ -99,8 +99,14 @@ struct RedistributePlan {
   int count(StepKind k) const;
 };
 
+// REQUIRES: numel(shape) * max(dtype_bytes, 1) * mesh.size() fits in int64 (fits_on_mesh): every
+// size is at most that, as no padded piece exceeds the tensor and no group the mesh. StrategySpace
+// checks every tensor when built; an overflow here is an internal fault.
 RedistributePlan redistribute(const Shape& shape, int dtype_bytes, const Layout& from, const Layout& to,
                               const DeviceMesh& mesh);
+// Whether `shape` of `dtype_bytes` elements meets redistribute's requirement on `mesh`.
+// REQUIRES: numel(shape) * dtype_bytes fits in int64 (the importer's limit, graph/ops/helpers.h).
+bool fits_on_mesh(const Shape& shape, int dtype_bytes, const DeviceMesh& mesh);
 
 Placement gradient_placement(const Placement& p);
 Layout gradient_layout(const Layout& l);

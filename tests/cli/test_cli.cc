@@ -280,6 +280,21 @@ TEST_CASE("cli: plan marks no point when nothing fits the memory budget") {
   CHECK_FALSE(has(all.out, "--recompute all"));  // nothing more to suggest
 }
 
+TEST_CASE("cli: GPT-2 small plans on 4,096 GPUs, its logits [32768,1024,50257] past 2^40 elements") {
+  Result r = run("plan " + model("gpt2_small.onnx") + " --gpus 4096 --epsilon 0.01 --rows 1");
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(has(r.out, "batch 32768 (global)"));
+  // The header names every mesh searched (a dozen) and still ends with the planner's figures.
+  size_t head = r.out.find("4096 GPUs: ");
+  REQUIRE(head != std::string::npos);
+  std::string line = r.out.substr(head, r.out.find('\n', head) - head);
+  CHECK(has(line, "[512 inter, 8 intra]"));
+  CHECK(has(line, "; planned in "));
+  CHECK(line.back() == ')');
+  CHECK(has(r.out, "  chosen: point "));
+}
+
 TEST_CASE("cli: plan --recompute all reaches less memory, records it, and evaluate reproduces its points") {
   const std::string m = model("resnet18.onnx");
   const std::string selective = (temp_dir() / "selective.json").string();

@@ -1,8 +1,9 @@
 // The frontier plot: SVG structure, one staircase per curve, legend, escaping, nice ticks,
-// degenerate inputs, determinism and the write error.
+// degenerate inputs, every text inside the canvas, determinism and the write error.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -69,6 +70,38 @@ std::vector<std::string> frontier_paths(const std::string& svg) {
     out.push_back(svg.substr(from, svg.find('"', from) - from));
   }
   return out;
+}
+
+// The value of attribute `name` in the tag starting at `tag` ("" when absent).
+std::string attribute(const std::string& svg, size_t tag, const std::string& name) {
+  size_t end = svg.find('>', tag), at = svg.find(" " + name + "=\"", tag);
+  if (at == std::string::npos || at > end) return "";
+  size_t from = at + name.size() + 3;
+  return svg.substr(from, svg.find('"', from) - from);
+}
+
+std::string unescape(std::string s) {
+  for (auto [entity, c] : {std::pair{"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&apos;", "'"}, {"&amp;", "&"}})
+    for (size_t at = s.find(entity); at != std::string::npos; at = s.find(entity, at + 1)) s.replace(at, std::strlen(entity), c);
+  return s;
+}
+
+// Every unrotated <text> spans, by its anchor and text_width, a range inside [0, canvas width].
+void check_texts_inside(const std::string& svg) {
+  const double canvas = std::stod(attribute(svg, 0, "width"));
+  size_t n = 0;
+  for (size_t at = svg.find("<text "); at != std::string::npos; at = svg.find("<text ", at + 1), ++n) {
+    if (!attribute(svg, at, "transform").empty()) continue;
+    size_t open = svg.find('>', at);
+    std::string content = unescape(svg.substr(open + 1, svg.find("</text>", open) - open - 1));
+    double x = std::stod(attribute(svg, at, "x")), w = text_width(content, std::stod(attribute(svg, at, "font-size")));
+    std::string anchor = attribute(svg, at, "text-anchor");
+    double left = anchor == "end" ? x - w : anchor == "middle" ? x - w / 2 : x;
+    CAPTURE(content);
+    CHECK(left >= 0);
+    CHECK(left + w <= canvas);
+  }
+  CHECK(n > 10);
 }
 
 PlotSpec example() {
@@ -224,6 +257,46 @@ TEST_CASE("plot svg: the budget line appears only when given, in view unless far
   CHECK(count(svg, "class=\"budget\"") == 0);
   CHECK(has(svg, "above the chart"));
   CHECK(ticks(svg, "tick-y").back() * kGiB < 2.5 * top);
+}
+
+TEST_CASE("plot svg: text_width is at least DejaVu Sans's and DejaVu Sans Bold's width, and not much more") {
+  // Advance widths at 12 px from the fonts' hmtx tables (regular, bold).
+  const struct { const char* text; double regular, bold; } fonts[] = {
+      {"memory budget 76.00 GiB, above the chart", 262.29, 292.73},
+      {"chosen for the budget", 132.97, 150.25},
+      {"8 GPUs", 43.02, 48.06},
+      {"Wm@", 35.55, 37.74}};
+  for (const auto& f : fonts) {
+    CAPTURE(f.text);
+    CHECK(text_width(f.text, 12) >= f.bold);
+    CHECK(text_width(f.text, 12) >= f.regular);
+    CHECK(text_width(f.text, 12) <= 1.01 * f.bold);
+  }
+  CHECK(text_width("ab", 24) == doctest::Approx(2 * text_width("ab", 12)));
+  CHECK(text_width("\xc2\xb5s", 10) == doctest::Approx(10 + text_width("s", 10)));  // "µs": µ one em
+  CHECK(text_width("", 12) == 0);
+}
+
+TEST_CASE("plot svg: no text runs past the canvas, however long the labels") {
+  SUBCASE("the example") { check_texts_inside(render_svg(example())); }
+  SUBCASE("a budget far above the chart, as plan draws it for GPT-2 small on 8 GPUs") {
+    PlotSpec s;
+    s.title = "models/gpt2_small.onnx, batch 8, h100-sxm";
+    s.curves = {{"8 GPUs", {{0.03477, 2.77 * kGiB}, {0.0406, 2.54 * kGiB}}}};
+    s.chosen = s.curves[0].points[0];
+    s.memory_budget_bytes = 76 * kGiB;
+    std::string svg = render_svg(s);
+    REQUIRE(has(svg, "memory budget 76.00 GiB, above the chart"));
+    check_texts_inside(svg);
+  }
+  SUBCASE("long labels of every kind, wide letters") {
+    PlotSpec s = example();
+    s.title = "/very/long/path/to/a/model/exported/by/someone/WWWWWWWWWWWWWWWWWWWWWWWWWWWW.onnx, batch 4096, h100-sxm";
+    s.curves[0].label = "MMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMMM GPUs";
+    s.markers[0].label = "Megatron TP8 x DP512 x ZeRO-2 with every WWWWW (4096 GPUs)";
+    s.memory_budget_bytes = 1e6 * kGiB;
+    check_texts_inside(render_svg(s));
+  }
 }
 
 TEST_CASE("plot svg: same spec, same bytes") {

@@ -143,7 +143,7 @@ TEST_CASE("MaxPool with ceil_mode, and its saved indices") {
   CHECK(saved == 2 * 49 * 4 + 2 * 16 * 8);  // input, and int64 argmax per output
 }
 
-TEST_CASE("training Dropout saves a one-byte mask; inference Dropout costs nothing") {
+TEST_CASE("training Dropout saves a one-byte mask, inference Dropout costs nothing") {
   for (bool train : {true, false}) {
     CAPTURE(train);
     ModelBuilder b;

@@ -41,7 +41,7 @@ TEST_CASE("an unsupported op names the node, its type and the supported list") {
   CHECK(has(e, "Concat, Constant, ConstantOfShape, Conv, ConvTranspose"));
 }
 
-TEST_CASE("a dynamic batch needs --batch; other dynamic axes are refused") {
+TEST_CASE("a dynamic batch needs --batch, other dynamic axes are refused") {
   std::string m = ModelBuilder().input("image", {-1, 3}).node("Relu", {"image"}, {"y"}).output("y").bytes();
   std::string e = error_of(m, std::nullopt);
   CHECK(has(e, "'image'"));

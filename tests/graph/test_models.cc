@@ -59,7 +59,7 @@ double matmul_macs(const ModelSummary& s) {
 
 }  // namespace
 
-TEST_CASE("shipped models: parameters, buffers and MACs equal PyTorch's; static at batch 1, 8, 64") {
+TEST_CASE("shipped models: parameters, buffers and MACs equal PyTorch's, static at batch 1, 8 and 64") {
   auto m = manifest("models");
   REQUIRE(m.size() == 7);
   for (auto& [name, entry] : m.items()) {

@@ -1,12 +1,14 @@
 // The strategy space of real graphs: FT against brute force on small real subgraphs, random
-// strategies against the frontier, data parallelism inside the space for every model, and the
-// one-GPU costs against the model summary.
+// strategies against the frontier, data parallelism inside the space for every model, the one-GPU
+// costs against the model summary, and tensors of 2^45 elements on 4,096 GPUs.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "graph/error.h"
 #include "graph/import.h"
 #include "graph/summary.h"
 #include "planner/baselines.h"
@@ -220,6 +222,39 @@ TEST_CASE("strategy space: on one GPU, the saved activations are the model summa
     CHECK(b[Term::ComputeForward] > 0);
     for (int t = static_cast<int>(Term::CommFirst); t <= static_cast<int>(Term::CommLast); ++t)
       CHECK(b[static_cast<Term>(t)] == 0);
+  }
+}
+
+TEST_CASE("strategy space: 2^45-element tensors on 4,096 GPUs, and a tensor whose collectives would overflow is refused") {
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  const DeviceMesh gpus4096 = DeviceMesh::for_cluster(kH100, 4096);
+  {
+    test::ModelBuilder b;
+    b.input("x", {-1, 1024}).input("w", {1024, 16}).node("MatMul", {"x", "w"}, {"y"}).output("y");
+    Graph g = import_onnx_bytes(b.bytes(), "big.onnx", {.batch = int64_t{1} << 35, .onnx_cross_check = false});
+    StrategySpace s(g, gpus4096, compute, SpaceOptions{});
+    const int x = s.find_variable("input:x");
+    REQUIRE(x >= 0);
+    double least = INFINITY, most = 0;  // x is 2^47 bytes: all of it replicated, 1/4096 fully split
+    for (size_t k = 0; k < s.variables()[static_cast<size_t>(x)].configs.size(); ++k) {
+      double bytes = s.variable_terms(x, static_cast<int>(k))[Term::DataInputs];
+      least = std::min(least, bytes);
+      most = std::max(most, bytes);
+    }
+    CHECK(most == std::ldexp(1.0, 47));
+    CHECK(least == std::ldexp(1.0, 47 - 12));
+  }
+  test::ModelBuilder b;
+  b.input("x", {int64_t{1} << 50}).node("Relu", {"x"}, {"y"}).output("y");  // 4 PiB: fits int64 alone
+  Graph g = import_onnx_bytes(b.bytes(), "huge.onnx", {.batch = std::nullopt, .onnx_cross_check = false});
+  StrategySpace on8(g, DeviceMesh::for_cluster(kH100, 8), compute, SpaceOptions{});
+  CHECK(on8.variables().size() > 0);
+  try {
+    StrategySpace s(g, gpus4096, compute, SpaceOptions{});
+    FAIL("expected an InputError");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).rfind("huge.onnx: tensor 'x' [1125899906842624]", 0) == 0);
+    CHECK(std::string(e.what()).find("4096 GPUs") != std::string::npos);
   }
 }
 

@@ -82,7 +82,7 @@ void add_covered_config(Problem& p, int v, int source, bool duplicate, Rng& rng)
 
 }  // namespace
 
-TEST_CASE("ft: covered and duplicate configurations change nothing; duplicates never chosen") {
+TEST_CASE("ft: covered and duplicate configurations change nothing, duplicates are never chosen") {
   Rng rng(8128);
   int duplicates_seen = 0;
   for (int round = 0; round < 60; ++round) {
@@ -241,7 +241,7 @@ TEST_CASE("ft: steps that repeat an earlier one's content are replayed, with the
   CHECK(r.stats.replayed_steps >= 2 * 8);  // two inner nodes a layer, after the first two layers
 }
 
-TEST_CASE("ft: chains and trees build factors of one node; degenerate problems") {
+TEST_CASE("ft: chains and trees build factors of one node, and degenerate problems") {
   Rng rng(5);
   const Problem chain = random_problem(Shape::kChain, 40, 6, 20, 1, rng);
   const FtResult r = solve_ft(chain);

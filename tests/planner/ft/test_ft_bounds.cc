@@ -208,7 +208,7 @@ TEST_CASE("ft bounds: a partial point above KnownCosts::ceiling is left out by t
   CHECK(near_miss > 0);  // the corners are where the exact test starts to leave points out
 }
 
-TEST_CASE("ft: known strategies leave out only points they strictly dominate; the union's frontier is unchanged") {
+TEST_CASE("ft: known strategies leave out only points they strictly dominate, the union's frontier is unchanged") {
   Rng rng(79);
   int problems = 0, pruned = 0;
   for (int round = 0; round < 24; ++round) {
@@ -312,7 +312,7 @@ namespace tensoropt::planner {
 namespace {
 using namespace test;
 
-TEST_CASE("ft: an elimination order and outside bounds given by the caller give the same result; wrong ones are refused") {
+TEST_CASE("ft: an elimination order and outside bounds given by the caller give the same result, wrong ones are refused") {
   Rng rng(4242);
   for (int round = 0; round < 10; ++round) {
     for (int s = 0; s < static_cast<int>(Shape::kCount); ++s) {

@@ -41,7 +41,7 @@ TEST_CASE("collectives: one device and local steps are free") {
   }
 }
 
-TEST_CASE("collectives: ring all-reduce is monotone in n; recursive doubling is not, off powers of two") {
+TEST_CASE("collectives: ring all-reduce is monotone in n, recursive doubling is not off powers of two") {
   for (int n = 1; n < 40; ++n) CHECK(ring_all_reduce_time(1e3, n + 1, nvlink) >= ring_all_reduce_time(1e3, n, nvlink));
   CHECK(recursive_doubling_all_reduce_time(8, 9, nvlink) > recursive_doubling_all_reduce_time(8, 16, nvlink));
 }

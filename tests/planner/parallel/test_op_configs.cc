@@ -85,7 +85,7 @@ TEST_CASE("op configs: on 16 GPUs ([2 nodes, 8]), data parallel across nodes tim
   CHECK(cs.size() == 24);  // 5 choices per axis, less b0 on both axes (8 rows, 16 devices)
 }
 
-TEST_CASE("op configs: softmax never splits its normalised axis; conv never splits space or window") {
+TEST_CASE("op configs: softmax never splits its normalised axis, conv never splits space or window") {
   test::ModelBuilder sm;
   sm.input("x", {-1, 12, 64, 64}).node("Softmax", {"x"}, {"y"}).attr("axis", -1).output("y");
   OneOp s = one_op(sm, 4);
