@@ -25,6 +25,11 @@ weights all 1, zero biases) are merged by the eval-mode exporter (it
 deduplicates initializers by value).  Entries marked fresh_init skip that, to
 keep one file showing what a fresh model looks like.
 
+Sizes are chosen so that the numbers a static export bakes into its Reshape
+and Expand shapes (batch, sequence, heads, head size, batch*heads, ...) differ
+from each other, so a re-batching importer can be tested without
+coincidences (e.g. the encoder's [T, B*h, hd] = [12, 32, 8] at batch 4).
+
 manifest.json (keys sorted) describes every file: mode, weights, batch,
 opset, inputs/outputs, PyTorch's parameter and buffer counts, and what the
 graph holds (read back with onnx).  --check re-exports everything into a
@@ -111,7 +116,7 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """GPT decoder from nn.Embedding/nn.Linear/nn.LayerNorm, tied LM head."""
 
-    def __init__(self, vocab=256, ctx=32, d=48, n_head=4, n_layer=2,
+    def __init__(self, vocab=256, ctx=32, d=48, n_head=3, n_layer=2,
                  dropout=0.1):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
@@ -135,7 +140,7 @@ class GPT(nn.Module):
 class EncoderClassifier(nn.Module):
     """nn.TransformerEncoder over [B, T, d] features (the issue's case)."""
 
-    def __init__(self, d=64, nhead=4, ff=128, layers=2, num_classes=10):
+    def __init__(self, d=64, nhead=8, ff=128, layers=2, num_classes=10):
         super().__init__()
         layer = nn.TransformerEncoderLayer(d, nhead, ff, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, num_layers=layers)
@@ -175,7 +180,7 @@ class Decoder(nn.Module):
 class MHASelf(nn.Module):
     """nn.MultiheadAttention used directly, self-attention, packed in_proj."""
 
-    def __init__(self, d=64, nhead=4, num_classes=10):
+    def __init__(self, d=64, nhead=8, num_classes=10):
         super().__init__()
         self.attn = nn.MultiheadAttention(d, nhead, batch_first=True)
         self.norm = nn.LayerNorm(d)
@@ -222,7 +227,7 @@ def narrow_resnet(widths=(8, 16, 32, 64)):
 
 def small_vit():
     return VisionTransformer(image_size=32, patch_size=4, num_layers=2,
-                             num_heads=4, hidden_dim=64, mlp_dim=128,
+                             num_heads=2, hidden_dim=48, mlp_dim=96,
                              num_classes=10)
 
 
@@ -291,9 +296,9 @@ MODELS = {
     "googlenet": ("googlenet", lambda: tvm.GoogLeNet(
         num_classes=10, aux_logits=False, init_weights=False), img(64),
         TV + "GoogLeNet(num_classes=10, aux_logits=False, init_weights=False)"),
-    "encoder": ("transformer_encoder", EncoderClassifier, seq(16, 64),
+    "encoder": ("transformer_encoder", EncoderClassifier, seq(12, 64),
                 "EncoderClassifier: nn.TransformerEncoder(TransformerEncoder"
-                "Layer(64, 4, 128, batch_first=True), 2) + mean + Linear"),
+                "Layer(64, 8, 128, batch_first=True), 2) + mean + Linear"),
     "seq2seq": ("transformer", Seq2Seq, [("src", [12, 64], torch.float32),
                                          ("tgt", [10, 64], torch.float32)],
                 "Seq2Seq: nn.Transformer(64, 4, 1, 1, 128, batch_first=True)"
@@ -304,8 +309,8 @@ MODELS = {
                 "Decoder: Embedding(128, 64) + nn.TransformerDecoder("
                 "TransformerDecoderLayer(64, 4, 128, batch_first=True), 2) "
                 "+ Linear"),
-    "mha_self": ("multihead_attention", MHASelf, seq(16, 64),
-                 "MHASelf: nn.MultiheadAttention(64, 4, batch_first=True) + "
+    "mha_self": ("multihead_attention", MHASelf, seq(12, 64),
+                 "MHASelf: nn.MultiheadAttention(64, 8, batch_first=True) + "
                  "LayerNorm + Linear"),
     "mha_cross": ("multihead_attention", MHACross,
                   [("input", [10, 64], torch.float32),
@@ -313,14 +318,14 @@ MODELS = {
                   "MHACross: nn.MultiheadAttention(64, 4, kdim=32, vdim=32, "
                   "batch_first=True)"),
     "gpt": ("gpt", GPT, tokens(32, 256),
-            "GPT(vocab=256, ctx=32, d=48, n_head=4, n_layer=2): nanoGPT-"
+            "GPT(vocab=256, ctx=32, d=48, n_head=3, n_layer=2): nanoGPT-"
             "style, tied wte/lm_head"),
     "mlp": ("mlp", mlp, [("input", [16, 16], torch.float32)],
             "nn.Sequential(Flatten, Linear(256,128), ReLU, Dropout(0.2), "
             "Linear(128,64), ReLU, Linear(64,10))"),
     "vit": ("vit", small_vit, img(32), TV + "VisionTransformer(image_size=32,"
-            " patch_size=4, num_layers=2, num_heads=4, hidden_dim=64, "
-            "mlp_dim=128, num_classes=10)"),
+            " patch_size=4, num_layers=2, num_heads=2, hidden_dim=48, "
+            "mlp_dim=96, num_classes=10)"),
     "swin_small": ("swin", small_swin, img(32), TV + "SwinTransformer("
                    "patch_size=[4,4], embed_dim=16, depths=[2,2], num_heads="
                    "[2,4], window_size=[4,4], stochastic_depth_prob=0, "
@@ -332,7 +337,7 @@ MODELS = {
     "mobilenet_v2_full": ("mobilenet_v2", tvm.mobilenet_v2, img(224),
                           TV + "mobilenet_v2()"),
     "encoder_6l": ("transformer_encoder",
-                   lambda: EncoderClassifier(512, 8, 2048, 6), seq(128, 512),
+                   lambda: EncoderClassifier(512, 8, 2048, 6), seq(256, 512),
                    "EncoderClassifier(512, 8, 2048, 6): nn.TransformerEncoder"
                    "(TransformerEncoderLayer(512, 8, 2048, batch_first=True), "
                    "6) + mean + Linear(512, 10)"),
@@ -421,6 +426,10 @@ SPREAD = {
                                 dynamic=True),
     "gpt_train_inline_b4_opset13": E("gpt", opset=13),
     "gpt_train_graph_inputs_b4": E("gpt", weights="graph_inputs"),
+    "gpt_train_graph_inputs_dyn": E(
+        "gpt", weights="graph_inputs", batch=2, dynamic=True,
+        notes="the causal-mask buffers h.N.attn.bias [1,1,32,32] (float) are "
+              "graph inputs too, read through Slice -> Equal -> Where"),
     # MLP
     "mlp_train_inline_b4": E("mlp"),
     "mlp_eval_inline_dyn_opset11": E("mlp", "eval", batch=2, dynamic=True,
@@ -447,12 +456,13 @@ FULL = {
     "mobilenet_v2_eval_inline_b8": E("mobilenet_v2_full", "eval", batch=8),
     "swin_t_train_inline_b8": E("swin_t", batch=8, notes=NOSD),
     "swin_t_train_graph_inputs_b8": SPREAD["swin_t_train_graph_inputs_b8"],
-    "transformer_encoder_6l_d512_train_inline_b8": E("encoder_6l", batch=8),
+    "transformer_encoder_6l_d512_train_inline_b4": E("encoder_6l"),
     "gpt_1p3b_train_graph_inputs_dyn": E(
         "gpt_1p3b", weights="graph_inputs", batch=1, dynamic=True,
-        no_grad=True, notes=NO_GRAD),
+        no_grad=True, fresh_init=True, notes=NO_GRAD),
     "gpt_1p3b_train_graph_inputs_b4": E(
-        "gpt_1p3b", weights="graph_inputs", no_grad=True, notes=NO_GRAD),
+        "gpt_1p3b", weights="graph_inputs", no_grad=True, fresh_init=True,
+        notes=NO_GRAD),
 }
 
 
