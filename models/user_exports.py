@@ -394,8 +394,10 @@ SPREAD = {
         notes="inception branches concatenated, max pooling"),
     # nn.TransformerEncoder (the case), nn.Transformer(Decoder)
     "transformer_encoder_train_inline_b4": E("encoder"),
-    "transformer_encoder_eval_inline_dyn": E("encoder", "eval", batch=2,
-                                             dynamic=True),
+    "transformer_encoder_eval_inline_dyn": E(
+        "encoder", "eval", batch=2, dynamic=True,
+        notes="constant folding stores in_proj_weight, linear1.weight and "
+              "linear2.weight pre-transposed as onnx::MatMul_N initializers"),
     "transformer_encoder_eval_fresh_inline_b4": E(
         "encoder", "eval", fresh_init=True,
         notes="fresh init, not perturbed: nn.TransformerEncoder deep-copies "
@@ -421,7 +423,14 @@ SPREAD = {
               "averaged attention weights are a second output"),
     # GPT-style decoder
     "gpt_train_inline_b4": E("gpt"),
-    "gpt_eval_inline_b2": E("gpt", "eval", batch=2),
+    "gpt_eval_inline_b2": E(
+        "gpt", "eval", batch=2,
+        notes="constant folding renames: Linear weights are stored "
+              "pre-transposed as onnx::MatMul_N, the wpe Gather over a "
+              "constant arange is folded into onnx::Add_N [32,48], the mask "
+              "buffers into a bool onnx::Where_N; the tied wte.weight stays "
+              "for the Gather while the LM head reads a transposed copy "
+              "onnx::MatMul_N [48,256], so the graph holds it twice"),
     "gpt_train_external_dyn": E("gpt", weights="external", batch=2,
                                 dynamic=True),
     "gpt_train_inline_b4_opset13": E("gpt", opset=13),
