@@ -122,9 +122,8 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
       }
       const Tensor& x = g_.tensors[static_cast<size_t>(t)];
       bool kept = loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0);
-      if (!(o == 0 && k.aliases_input)) {
-        outs[o] = Array(x.dtype, x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
-      }
+      if (o == 0 && k.aliases_input) outs[o] = in[0]->view(x.shape);
+      else outs[o] = Array(x.dtype, x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
       out.push_back(&outs[o]);
     }
     k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});

@@ -6,8 +6,9 @@
 // Forward: the executor allocates every output with the shape and dtype the importer inferred and
 // calls forward(OpCall); the kernel writes the outputs, and may keep extras for its backward in
 // OpState (a dropout mask, normalisation statistics, pooling indices: the bytes the catalogue's
-// `saved` function charges as extras). A kernel with `aliases_input` set gets output 0 undefined
-// and makes it a view of input 0 (Reshape, Flatten, Squeeze, Unsqueeze, Identity).
+// `saved` function charges as extras). For a kernel with `aliases_input` set the executor makes
+// output 0 a view of input 0 under the output's shape (Reshape, Flatten, Squeeze, Unsqueeze,
+// Identity): its forward has nothing left to do.
 //
 // Backward: backward(GradCall) receives the output gradients and writes the input gradients the
 // executor asks for (din[i] non-null: allocated with input i's shape, to be OVERWRITTEN, not
