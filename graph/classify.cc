@@ -1,10 +1,11 @@
 // Which graph inputs and initializers are data, trainable parameters, buffers or constants.
 //
 // Rules, in order (docs/import.md explains why):
-//  1. An integer or bool tensor is data (a graph input) or a constant (an initializer); but
-//     when some graph input has a dynamic axis, an integer graph input with a static shape is a
-//     buffer (as Swin's relative_position_index, whose value is not in a weightless export).
-//  2. A graph input with a dynamic dimension is data.
+//  1. Data: when some graph input has a dynamic axis, the graph inputs with one; otherwise (a
+//     fixed-batch export) the graph inputs not in a weight position whose axis 0 equals that of
+//     the first such input (the exporter lists the user's inputs first), so a weightless export's
+//     buffers (Swin's relative_position_index [2401], a causal mask [1,1,T,T]) are not data.
+//  2. Any other integer or bool tensor is a buffer (a graph input) or a constant (an initializer).
 //  3. A float tensor that reaches a weight position of an op (Conv W and B, Gemm B and C,
 //     BatchNormalization scale and bias, LayerNormalization scale and bias, a Gather table),
 //     directly or through ops that only re-lay it out (Transpose, Reshape, Cast, ...), is a
@@ -17,12 +18,13 @@
 //     Transpose in training-mode exports and the folded, renamed weights of eval-mode exports
 //     ("onnx::MatMul_301"). A float buffer used as data (a sinusoidal table, an additive mask)
 //     cannot be told from a weight: --frozen names it.
-//  5. A float graph input combined with data by any other op (MatMul, Add, Concat, ...), in an
-//     input that takes a gradient, is a parameter.
-//  6. Anything else: a graph input is data, an initializer a constant.
+//  5. A float graph input is a parameter when it is combined with data by an op, in an input that
+//     takes a gradient, and the outputs are differentiable with respect to it; otherwise a buffer.
+//  6. Anything else: an initializer is a constant.
 //  7. Parameters whose names match a --frozen pattern become buffers (kept, never trained).
 #include <fnmatch.h>
 
+#include <optional>
 #include <set>
 
 #include "graph/error.h"
@@ -136,54 +138,45 @@ void freeze(Graph& g, const std::vector<std::string>& patterns) {
 
 void classify_inputs(Graph& g, const std::vector<std::string>& frozen) {
   auto consumers = g.consumers();
+  const size_t nt = g.tensors.size();
   auto dynamic = [](const Tensor& x) {
     for (int64_t d : x.shape) {
       if (d < 0) return true;
     }
     return false;
   };
+  // Rules 1 and 2: which graph inputs are data.
+  std::vector<bool> data(nt, false);
   bool any_dynamic = false;
   for (int t : g.inputs) any_dynamic = any_dynamic || dynamic(g.tensors[static_cast<size_t>(t)]);
+  if (any_dynamic) {
+    for (int t : g.inputs) data[static_cast<size_t>(t)] = dynamic(g.tensors[static_cast<size_t>(t)]);
+  } else {
+    std::optional<int64_t> b0;
+    for (int t : g.inputs) {
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      if (x.shape.empty() || weight_use(g, consumers, t) != Use::None) continue;
+      if (!b0) b0 = x.shape[0];
+      data[static_cast<size_t>(t)] = x.shape[0] == *b0;
+    }
+  }
   std::vector<int> candidates;  // float tensors still to decide
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
+  for (size_t t = 0; t < nt; ++t) {
     Tensor& x = g.tensors[t];
-    if (x.producer >= 0) continue;
+    if (x.producer >= 0 || data[t]) continue;
     bool is_input = x.kind == TensorKind::Input;
-    if (!dtype_is_float(x.dtype)) {  // rule 1
-      if (is_input && any_dynamic && !dynamic(x)) x.kind = TensorKind::Buffer;
+    if (!dtype_is_float(x.dtype)) {
+      x.kind = is_input ? TensorKind::Buffer : TensorKind::Constant;
       continue;
     }
-    if (is_input && dynamic(x)) continue;  // rule 2
-    Use use = weight_use(g, consumers, static_cast<int>(t));
+    Use use = weight_use(g, consumers, static_cast<int>(t));  // rule 3
     if (use == Use::Weight) x.kind = TensorKind::Parameter;
     else if (use == Use::Buffer) x.kind = TensorKind::Buffer;
     else candidates.push_back(static_cast<int>(t));
   }
-  // Rule 4: data dependence flows forward from the data inputs.
-  std::vector<bool> data(g.tensors.size(), false);
-  for (size_t t = 0; t < g.tensors.size(); ++t) {
-    const Tensor& x = g.tensors[t];
-    bool undecided = contains(candidates, static_cast<int>(t));
-    data[t] = x.kind == TensorKind::Input && !undecided;
-  }
-  // A model exported with a fully static batch has no data input decided yet: take the float
-  // inputs that feed the data operand (position 0) of an op with weights, as an image feeds Conv.
-  bool seeded = false;
-  for (bool d : data) seeded = seeded || d;
-  if (!seeded) {
-    for (int t : candidates) {
-      if (g.tensors[static_cast<size_t>(t)].kind != TensorKind::Input) continue;
-      for (int n : consumers[static_cast<size_t>(t)]) {
-        const Node& node = g.nodes[static_cast<size_t>(n)];
-        const OpDef* def = find_op(node.op_type);
-        if (def && !def->weight_inputs.empty() && !node.inputs.empty() && node.inputs[0] == t) data[static_cast<size_t>(t)] = true;
-      }
-    }
-    std::erase_if(candidates, [&](int t) { return data[static_cast<size_t>(t)]; });
-  }
   // A tensor meets data when it enters a differentiable input of an op that also reads data
   // (Resize's scales or Clip's bounds never get a gradient, so they are no parameters).
-  std::vector<bool> meets_data(g.tensors.size(), false);
+  std::vector<bool> meets_data(nt, false);
   for (const Node& n : g.nodes) {
     bool any = false;
     for (int i : n.inputs) any = any || (i >= 0 && data[static_cast<size_t>(i)]);
@@ -200,11 +193,12 @@ void classify_inputs(Graph& g, const std::vector<std::string>& frozen) {
   std::vector<bool> reaches = reaches_outputs(g);
   for (int t : candidates) {
     Tensor& x = g.tensors[static_cast<size_t>(t)];
+    bool trainable = reaches[static_cast<size_t>(t)];
     if (x.kind == TensorKind::Input) {  // rule 5
       bool meets = false;
       for (int r : relayouts_of(g, consumers, t)) meets = meets || meets_data[static_cast<size_t>(r)];
-      if (meets) x.kind = TensorKind::Parameter;
-    } else if (reaches[static_cast<size_t>(t)] && x.elements() > 1) {  // rule 4
+      x.kind = meets && trainable ? TensorKind::Parameter : TensorKind::Buffer;
+    } else if (trainable && x.elements() > 1) {  // rule 4
       x.kind = TensorKind::Parameter;
     }
   }
