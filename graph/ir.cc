@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "graph/error.h"
+#include "graph/op_catalogue.h"
 
 namespace tensoropt {
 
@@ -55,24 +56,53 @@ const Attribute* Node::attr(const std::string& key) const {
   return it == attrs.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+std::string_view kind_name(Attribute::Kind k) {
+  switch (k) {
+    case Attribute::Kind::Int: return "INT";
+    case Attribute::Kind::Float: return "FLOAT";
+    case Attribute::Kind::String: return "STRING";
+    case Attribute::Kind::Ints: return "INTS";
+    case Attribute::Kind::Floats: return "FLOATS";
+    case Attribute::Kind::Strings: return "STRINGS";
+    case Attribute::Kind::Tensor: return "TENSOR";
+    case Attribute::Kind::Graph: return "GRAPH";
+  }
+  return "?";
+}
+
+// The attribute `key` when present; an OpError when present with another type (a model whose
+// attribute types disagree with the op's schema is refused, never read with a default).
+const Attribute* typed(const Node& n, const std::string& key, Attribute::Kind want) {
+  const Attribute* a = n.attr(key);
+  if (a && a->kind != want) {
+    throw OpError("attribute '" + key + "' has type " + std::string(kind_name(a->kind)) + ", expected " +
+                  std::string(kind_name(want)));
+  }
+  return a;
+}
+
+}  // namespace
+
 int64_t Node::attr_int(const std::string& key, int64_t fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::Int ? a->i : fallback;
+  const Attribute* a = typed(*this, key, Attribute::Kind::Int);
+  return a ? a->i : fallback;
 }
 
 double Node::attr_float(const std::string& key, double fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::Float ? a->f : fallback;
+  const Attribute* a = typed(*this, key, Attribute::Kind::Float);
+  return a ? a->f : fallback;
 }
 
 std::string Node::attr_string(const std::string& key, const std::string& fallback) const {
-  const Attribute* a = attr(key);
-  return a && a->kind == Attribute::Kind::String ? a->s : fallback;
+  const Attribute* a = typed(*this, key, Attribute::Kind::String);
+  return a ? a->s : fallback;
 }
 
 std::optional<std::vector<int64_t>> Node::attr_ints(const std::string& key) const {
-  const Attribute* a = attr(key);
-  if (!a || a->kind != Attribute::Kind::Ints) return std::nullopt;
+  const Attribute* a = typed(*this, key, Attribute::Kind::Ints);
+  if (!a) return std::nullopt;
   return a->ints;
 }
 

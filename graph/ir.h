@@ -85,6 +85,8 @@ struct Node {
   std::map<std::string, Attribute> attrs;
 
   const Attribute* attr(const std::string& key) const;
+  // The attribute's value, or `fallback` when absent. Throws OpError when it is present with
+  // another type (the caller names the node).
   int64_t attr_int(const std::string& key, int64_t fallback) const;
   double attr_float(const std::string& key, double fallback) const;
   std::string attr_string(const std::string& key, const std::string& fallback) const;
