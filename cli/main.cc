@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
+#include "launcher/train.h"
 
 namespace {
 
@@ -124,6 +125,32 @@ int main(int argc, char** argv) {
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
 
+  TrainSettings train;
+  int run_gpus = 1;
+  std::string device = "cpu", optimizer = "adam", loss = "cross-entropy";
+  int64_t run_batch = 0;
+  CLI::App* rn = app.add_subcommand("run", "Train the model: forward, loss, backward and optimizer steps, measured against predicted");
+  rn->add_option("model", train.model, "ONNX model file")->required();
+  rn->add_option("--gpus,-g", run_gpus, "Devices (workers); this version trains on one")->capture_default_str();
+  rn->add_option("--device", device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
+  rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
+  rn->add_option("--batch,-b", run_batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
+  rn->add_option("--optimizer", optimizer, "sgd, adam or adamw")->capture_default_str();
+  rn->add_option("--lr", train.optimizer.lr, "Learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
+  rn->add_option("--momentum", train.optimizer.momentum, "SGD momentum")->capture_default_str()->check(CLI::NonNegativeNumber);
+  rn->add_option("--weight-decay", train.optimizer.weight_decay, "Weight decay (L2 for sgd and adam, decoupled for adamw)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  rn->add_option("--loss", loss, "cross-entropy (logits [B,C] or [B,T,C] against integer labels) or mse")->capture_default_str();
+  rn->add_option("--seed", train.seed, "Seed of synthetic data, weight initialisation and dropout")->capture_default_str();
+  rn->add_option("--threads", train.threads, "Threads (default: every core)")->check(CLI::PositiveNumber);
+  rn->add_option("--data", train.data, "Inputs as a NumPy .npy file [N, ...] (default: synthetic data)");
+  rn->add_option("--labels", train.labels, "Labels (cross-entropy) or targets (mse) as a .npy file [N, ...]");
+  rn->add_option("--frozen", train.frozen, "Freeze the parameters whose names match this glob (repeatable)");
+  rn->add_option("--cluster,-c", train.cluster, "Cluster preset or .json whose analytic model predicts the step")->capture_default_str();
+  rn->add_option("--save", train.save, "Write the trained model to FILE.onnx and the optimizer state to FILE.onnx.optim");
+  rn->add_option("--resume", train.resume, "Start from a checkpoint written by --save");
+  rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -148,6 +175,20 @@ int main(int argc, char** argv) {
     if (*ops) return cli::run_ops(markdown, std::cout);
     if (*pl) return cli::run_plan(plan, std::cout, std::cerr);
     if (*ev) return cli::run_evaluate(eval, std::cout);
+    if (*rn) {
+      if (run_gpus != 1) {
+        throw InputError("--gpus " + std::to_string(run_gpus) + ": this version trains on one device; the multi-process launcher comes next (use --gpus 1)");
+      }
+      if (device != "cpu") {
+        throw InputError("--device " + device + ": this version trains on the CPU backend only (--device cpu)");
+      }
+      if (run_batch > 0) train.batch = run_batch;
+      train.optimizer.kind = runtime::parse_optimizer_kind(optimizer);
+      if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
+      else if (loss == "mse") train.loss = runtime::LossKind::Mse;
+      else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");
+      return run_training(train, std::cout, std::cerr);
+    }
     std::cout << app.help();
     return 2;
   } catch (const InputError& e) {

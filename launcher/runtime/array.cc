@@ -44,6 +44,12 @@ Array Array::view(Shape shape) const {
   return v;
 }
 
+DType runtime_dtype(const Tensor& x) {
+  if (dtype_is_float(x.dtype)) return DType::F32;
+  if (x.dtype == DType::Bool) return DType::Bool;
+  return DType::I64;
+}
+
 std::string Array::str() const { return std::string(dtype_name(dtype_)) + shape_str(shape_); }
 
 }  // namespace tensoropt::runtime

@@ -53,4 +53,8 @@ class Array {
   int64_t offset_ = 0;  // bytes into the block
 };
 
+// The element type an Array of graph tensor `x` has on a device: float32 for every float type
+// (the file's float16, bfloat16 or float64 are converted), bool for bool, int64 for integers.
+DType runtime_dtype(const Tensor& x);
+
 }  // namespace tensoropt::runtime

@@ -28,7 +28,7 @@ Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state
   plan();
   for (int t : grad_roots_) {
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    root_grads_[t] = Array(x.dtype, x.shape, backend_.allocator(), MemoryKind::Gradients);
+    root_grads_[t] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Gradients);
   }
 }
 
@@ -98,9 +98,9 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
   TO_CHECK(inputs.size() == g_.inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& x = g_.tensors[static_cast<size_t>(g_.inputs[k])];
-    if (inputs[k].shape() != x.shape || inputs[k].dtype() != x.dtype) {
+    if (inputs[k].shape() != x.shape || inputs[k].dtype() != runtime_dtype(x)) {
       throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " +
-                       std::string(dtype_name(x.dtype)) + shape_str(x.shape));
+                       std::string(dtype_name(runtime_dtype(x))) + shape_str(x.shape));
     }
     values_[g_.inputs[k]] = inputs[k];
   }
@@ -123,7 +123,7 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
       const Tensor& x = g_.tensors[static_cast<size_t>(t)];
       bool kept = loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0);
       if (o == 0 && k.aliases_input) outs[o] = in[0]->view(x.shape);
-      else outs[o] = Array(x.dtype, x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
+      else outs[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
       out.push_back(&outs[o]);
     }
     k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
@@ -189,7 +189,7 @@ void Executor::run_backward(const StepContext& ctx) {
           continue;
         }
         const Tensor& x = g_.tensors[static_cast<size_t>(n.inputs[k])];
-        dins[k] = Array(x.dtype, x.shape, backend_.allocator(), MemoryKind::Transients);
+        dins[k] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
         din.push_back(&dins[k]);
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx});

@@ -1,0 +1,187 @@
+#include "launcher/runtime/checkpoint.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "graph/error.h"
+
+namespace tensoropt::runtime {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'O', 'P', 'T', 'O', 'P', 'T', '1'};
+constexpr int64_t kExternalAbove = int64_t{3} << 29;  // 1.5 GiB
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot be read");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::string part = path + ".part";
+  {
+    std::ofstream f(part, std::ios::binary | std::ios::trunc);
+    if (!f) throw InputError(path + ": cannot be written");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!f) throw InputError(path + ": write failed");
+  }
+  std::filesystem::rename(part, path);
+}
+
+std::string host_bytes(const Array& a, Backend& b) {
+  std::string s(static_cast<size_t>(a.bytes()), '\0');
+  b.read(a, s.data(), a.bytes());
+  return s;
+}
+
+int onnx_type(DType t) { return dtype_to_onnx(t); }
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const std::string& model_path, const Graph& g, Backend& backend,
+                     const std::map<int, Array>& weights, Optimizer& optimizer) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(slurp(model_path))) throw InputError(model_path + ": not an ONNX model");
+  auto* gp = model.mutable_graph();
+  std::map<std::string, onnx::TensorProto*> inits;
+  for (auto& t : *gp->mutable_initializer()) inits[t.name()] = &t;
+  int64_t total = 0;
+  for (const auto& [t, a] : weights) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer) total += a.bytes();
+  }
+  const bool external = total > kExternalAbove;
+  const std::string data_name = std::filesystem::path(path).filename().string() + ".data";
+  std::string data;
+  for (const auto& [t, a] : weights) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
+    onnx::TensorProto* init = inits.count(x.name) ? inits[x.name] : gp->add_initializer();
+    init->Clear();
+    init->set_name(x.name);
+    init->set_data_type(onnx_type(a.dtype()));
+    for (int64_t d : a.shape()) init->add_dims(d);
+    std::string bytes = host_bytes(a, backend);
+    if (external) {
+      init->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto kv = [&](const std::string& k, const std::string& v) {
+        auto* e = init->add_external_data();
+        e->set_key(k);
+        e->set_value(v);
+      };
+      kv("location", data_name);
+      kv("offset", std::to_string(data.size()));
+      kv("length", std::to_string(bytes.size()));
+      data += bytes;
+    } else {
+      init->set_raw_data(bytes);
+    }
+  }
+  // A weight that was a typed graph input keeps its input entry: the initializer is its default.
+  if (external) write_file((std::filesystem::path(path).parent_path() / data_name).string(), data);
+  write_file(path, model.SerializeAsString());
+
+  nlohmann::ordered_json head;
+  const OptimizerSettings& s = optimizer.settings();
+  head["optimizer"] = optimizer_kind_name(s.kind);
+  head["lr"] = s.lr;
+  head["momentum"] = s.momentum;
+  head["weight_decay"] = s.weight_decay;
+  head["step"] = optimizer.steps();
+  std::string body;
+  nlohmann::ordered_json arrays = nlohmann::ordered_json::array();
+  for (auto& [t, slots] : optimizer.state()) {
+    for (size_t k = 0; k < slots.size(); ++k) {
+      arrays.push_back({{"tensor", g.tensors[static_cast<size_t>(t)].name}, {"slot", k}, {"shape", slots[k].shape()},
+                        {"offset", body.size()}});
+      body += host_bytes(slots[k], backend);
+    }
+  }
+  head["arrays"] = arrays;
+  std::string header = head.dump();
+  std::string out(kMagic, 8);
+  uint64_t len = header.size();
+  out.append(reinterpret_cast<const char*>(&len), 8);
+  out += header;
+  out += body;
+  write_file(path + ".optim", out);
+}
+
+bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,
+                     Optimizer& optimizer) {
+  onnx::ModelProto model;
+  if (!model.ParseFromString(slurp(path))) throw InputError(path + ": not an ONNX model, or truncated");
+  std::map<std::string, const onnx::TensorProto*> inits;
+  for (const auto& t : model.graph().initializer()) inits[t.name()] = &t;
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  for (auto& [t, a] : weights) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
+    auto it = inits.find(x.name);
+    const onnx::TensorProto* init = it == inits.end() ? nullptr : it->second;
+    Shape dims = init ? Shape(init->dims().begin(), init->dims().end()) : Shape{};
+    if (!init || dims != a.shape() || init->data_type() != onnx_type(a.dtype())) {
+      throw InputError(path + ": not a checkpoint of " + g.source_path + ": " + (x.kind == TensorKind::Parameter ? "parameter '" : "buffer '") +
+                       x.name + "' " + (init ? "is " + shape_str(dims) + ", the model has " + a.str() : "is missing"));
+    }
+    std::string bytes;
+    if (init->data_location() == onnx::TensorProto::EXTERNAL) {
+      std::string location;
+      int64_t offset = 0;
+      for (const auto& kv : init->external_data()) {
+        if (kv.key() == "location") location = kv.value();
+        if (kv.key() == "offset") offset = std::stoll(kv.value());
+      }
+      std::ifstream f(std::filesystem::path(dir) / location, std::ios::binary);
+      bytes.resize(static_cast<size_t>(a.bytes()));
+      f.seekg(offset);
+      if (!f || !f.read(bytes.data(), a.bytes())) throw InputError(path + ": external data for '" + x.name + "' is missing or short");
+    } else {
+      bytes = init->raw_data();
+      if (static_cast<int64_t>(bytes.size()) != a.bytes()) throw InputError(path + ": '" + x.name + "' holds the wrong number of bytes");
+    }
+    backend.write(a, bytes.data(), a.bytes());
+  }
+  std::ifstream f(path + ".optim", std::ios::binary);
+  if (!f) return false;
+  std::string all = slurp(path + ".optim");
+  if (all.size() < 16 || std::memcmp(all.data(), kMagic, 8) != 0) throw InputError(path + ".optim: not a tensoropt optimizer state file");
+  uint64_t len;
+  std::memcpy(&len, all.data() + 8, 8);
+  if (len > all.size() - 16) throw InputError(path + ".optim: truncated");
+  nlohmann::json head;
+  try {
+    head = nlohmann::json::parse(all.substr(16, len));
+  } catch (const std::exception& e) {
+    throw InputError(path + ".optim: bad header (" + e.what() + ")");
+  }
+  const std::string want = std::string(optimizer_kind_name(optimizer.settings().kind));
+  if (head.value("optimizer", "") != want) {
+    throw InputError(path + ".optim: state of optimizer '" + head.value("optimizer", "") + "', this run uses '" + want + "'");
+  }
+  const size_t base = 16 + len;
+  for (auto& [t, slots] : optimizer.state()) {
+    const std::string& name = g.tensors[static_cast<size_t>(t)].name;
+    for (size_t k = 0; k < slots.size(); ++k) {
+      const nlohmann::json* entry = nullptr;
+      for (const auto& e : head["arrays"]) {
+        if (e.value("tensor", "") == name && e.value("slot", size_t{99}) == k) entry = &e;
+      }
+      if (!entry) throw InputError(path + ".optim: no state for '" + name + "' slot " + std::to_string(k));
+      size_t off = base + (*entry)["offset"].get<size_t>();
+      if (off + static_cast<size_t>(slots[k].bytes()) > all.size()) throw InputError(path + ".optim: truncated");
+      backend.write(slots[k], all.data() + off, slots[k].bytes());
+    }
+  }
+  optimizer.set_steps(head.value("step", int64_t{0}));
+  return true;
+}
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,34 @@
+// Checkpoints: the trained model as one ONNX file, optimizer state beside it.
+//
+// save_checkpoint writes FILE.onnx: the original model with every parameter and buffer the
+// runtime holds written as a float32 (or int64) initializer, replacing the file's bytes, or
+// added for a weight that was a typed graph input; PyTorch (onnx.load + numpy_helper), onnxruntime
+// and `run --resume` read it. When the weights pass 1.5 GiB they go to FILE.onnx.data as ONNX
+// external data (protobuf's 2 GiB limit). Then FILE.onnx.optim (format in docs/runtime.md):
+// "TOPTOPT1", a little-endian uint64 header length, a JSON header (optimizer, settings, step,
+// and per state array its tensor name, slot, shape and byte offset), the raw float32 arrays. Every
+// file is written to FILE.part and renamed, so an interrupted save leaves no half file.
+//
+// load_checkpoint reads FILE.onnx's initializers into `weights` by tensor name (every parameter
+// and buffer must be there with its shape: otherwise an InputError says the checkpoint is of
+// another model) and, when FILE.onnx.optim exists, the optimizer's state and step count (its
+// optimizer must match). Values are copied bit for bit, so a resumed run continues as the
+// uninterrupted one would.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "graph/ir.h"
+#include "launcher/runtime/optimizer.h"
+
+namespace tensoropt::runtime {
+
+void save_checkpoint(const std::string& path, const std::string& model_path, const Graph& g, Backend& backend,
+                     const std::map<int, Array>& weights, Optimizer& optimizer);
+
+// Returns whether optimizer state was found (FILE.onnx.optim).
+bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,
+                     Optimizer& optimizer);
+
+}  // namespace tensoropt::runtime

@@ -1,0 +1,54 @@
+#include "launcher/runtime/optimizer.h"
+
+#include <string>
+
+#include "graph/error.h"
+
+namespace tensoropt::runtime {
+
+OptimizerKind parse_optimizer_kind(std::string_view text) {
+  if (text == "sgd") return OptimizerKind::Sgd;
+  if (text == "adam") return OptimizerKind::Adam;
+  if (text == "adamw") return OptimizerKind::AdamW;
+  throw InputError("--optimizer: expected sgd, adam or adamw, got '" + std::string(text) + "'");
+}
+
+std::string_view optimizer_kind_name(OptimizerKind k) {
+  switch (k) {
+    case OptimizerKind::Sgd: return "sgd";
+    case OptimizerKind::Adam: return "adam";
+    case OptimizerKind::AdamW: return "adamw";
+  }
+  return "?";
+}
+
+Optimizer::Optimizer(const OptimizerSettings& s, Backend& backend, std::map<int, Array>& weights, std::vector<int> params)
+    : s_(s), backend_(backend), weights_(weights), params_(std::move(params)) {
+  int slots = s_.kind == OptimizerKind::Sgd ? (s_.momentum != 0 ? 1 : 0) : 2;
+  for (int t : params_) {
+    const Array& w = weights_.at(t);
+    auto& v = state_[t];
+    for (int k = 0; k < slots; ++k) {
+      v.emplace_back(w.dtype(), w.shape(), backend_.allocator(), MemoryKind::OptimizerState);
+      backend_.fill(v.back(), 0.0);
+    }
+  }
+}
+
+void Optimizer::step(const Executor& ex) {
+  ++steps_;
+  for (int t : params_) {
+    Array& w = weights_.at(t);
+    const Array& g = ex.gradient(t);
+    auto& v = state_.at(t);
+    if (s_.kind == OptimizerKind::Sgd) {
+      Array none;
+      backend_.sgd_step(w, g, v.empty() ? none : v[0], {s_.lr, s_.momentum, s_.weight_decay}, steps_);
+    } else {
+      AdamSettings a{s_.lr, s_.beta1, s_.beta2, s_.eps, s_.weight_decay, s_.kind == OptimizerKind::AdamW};
+      backend_.adam_step(w, g, v[0], v[1], a, steps_);
+    }
+  }
+}
+
+}  // namespace tensoropt::runtime

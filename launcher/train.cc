@@ -1,0 +1,202 @@
+#include "launcher/train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/import.h"
+#include "launcher/runtime/checkpoint.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/data.h"
+#include "launcher/runtime/weights.h"
+#include "planner/compute_model.h"
+#include "planner/parallel/cluster.h"
+#include "planner/space.h"
+
+namespace tensoropt {
+namespace {
+
+using runtime::MemoryKind;
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
+  return buf;
+}
+
+std::string human_seconds(double s) {
+  char buf[32];
+  if (s < 1) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
+  else std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return buf;
+}
+
+// The planner's cost of the one strategy a single device has: every op replicated, nothing
+// recomputed, no ZeRO. A CPU worker with T threads is costed as T of the preset's cores.
+struct Prediction {
+  double time = 0, memory = 0;
+  planner::Breakdown breakdown;
+};
+
+Prediction predict(const Graph& g, const TrainSettings& s, int threads) {
+  planner::Cluster cluster = planner::load_cluster(s.cluster);
+  if (cluster.name == "cpu") {
+    cluster.gpu.peak_flops_fp32 *= threads;
+    cluster.gpu.peak_flops_tf32 *= threads;
+    cluster.gpu.peak_flops_bf16 *= threads;
+    cluster.gpu.memory_bandwidth *= std::min(threads, 4);
+  }
+  planner::Training training;
+  training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
+                           ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
+                           : planner::Optimizer::Adam;
+  planner::AnalyticCompute compute(cluster, training.precision);
+  planner::SpaceOptions so;
+  so.training = training;
+  so.recompute = false;
+  so.zero = false;
+  planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, {1}), compute, so);
+  std::vector<int> assignment(space.variables().size(), 0);
+  Prediction p;
+  planner::Cost c = space.cost(assignment);
+  p.time = c.time;
+  p.memory = c.memory;
+  p.breakdown = space.breakdown(assignment);
+  return p;
+}
+
+struct KindPair {
+  const char* name;
+  MemoryKind measured;
+  planner::Term predicted;
+};
+const KindPair kKinds[] = {
+    {"parameters", MemoryKind::Parameters, planner::Term::Weights},
+    {"gradients", MemoryKind::Gradients, planner::Term::Gradients},
+    {"optimizer_state", MemoryKind::OptimizerState, planner::Term::OptimizerState},
+    {"activations", MemoryKind::Activations, planner::Term::Activations},
+    {"data_inputs", MemoryKind::Inputs, planner::Term::DataInputs},
+    {"buffers", MemoryKind::Buffers, planner::Term::Buffers},
+    {"transients", MemoryKind::Transients, planner::Term::Workspace},
+};
+
+}  // namespace
+
+int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  if (s.steps < 1) throw InputError("--steps must be at least 1");
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  ImportOptions io;
+  io.batch = s.batch.value_or(8);
+  io.frozen = s.frozen;
+  Graph g = import_onnx_file(s.model, io);
+  Prediction predicted = predict(g, s, threads);
+
+  runtime::cpu::CpuBackend backend(threads);
+  runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
+  std::map<int, runtime::Array>& weights = loaded.arrays;
+  runtime::ExecutorOptions eo;
+  eo.loss = s.loss;
+  runtime::Executor ex(g, backend, weights, eo);
+  runtime::Optimizer optimizer(s.optimizer, backend, weights, ex.gradient_tensors());
+  std::unique_ptr<runtime::DataSource> data =
+      s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend) : runtime::synthetic_data(g, s.loss, s.seed, backend);
+  if (s.resume) {
+    bool had_state = runtime::load_checkpoint(*s.resume, g, backend, weights, optimizer);
+    err << "resumed from " << *s.resume << " at step " << optimizer.steps()
+        << (had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";
+  } else if (!loaded.initialised.empty()) {
+    err << "note: " << loaded.initialised.size() << " weight tensor(s) have no values in " << s.model
+        << " (first: '" << loaded.initialised.front() << "'): initialised as PyTorch initialises their layers, seed " << s.seed << "\n";
+  }
+  if (s.save) {
+    std::ofstream probe(*s.save + ".part", std::ios::binary | std::ios::trunc);
+    if (!probe) throw InputError(*s.save + ": cannot be written");
+    probe.close();
+    std::filesystem::remove(*s.save + ".part");
+  }
+
+  out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
+      << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse") << "\n";
+  out << "device   cpu, " << threads << " thread(s); predicted by the analytic model of cluster '" << s.cluster << "'\n";
+  nlohmann::ordered_json report;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  std::vector<double> times;
+  runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
+  const int64_t first = optimizer.steps() + 1;
+  for (int64_t step = first; step < first + s.steps; ++step) {
+    runtime::Batch batch = data->next(step);
+    ctx.step = step;
+    auto t0 = std::chrono::steady_clock::now();
+    double loss = ex.train_step(batch.inputs, batch.target, ctx);
+    optimizer.step(ex);
+    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    times.push_back(dt);
+    runtime::MemoryStats ms = backend.allocator().stats();
+    char line[200];
+    std::snprintf(line, sizeof line, "step %-5lld loss %-10.5f time %-10s %9.1f samples/s   memory %s (peak %s)\n",
+                  static_cast<long long>(step), loss, human_seconds(dt).c_str(), static_cast<double>(g.batch) / dt,
+                  human_bytes(static_cast<double>(ms.live_total)).c_str(), human_bytes(static_cast<double>(ms.peak_total)).c_str());
+    out << line << std::flush;
+    steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt},
+                     {"live_memory_bytes", ms.live_total}, {"peak_memory_bytes", ms.peak_total}});
+  }
+  // Measured step time: the median of the steps after the first (which pays for first touches).
+  std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
+  std::sort(steady.begin(), steady.end());
+  double measured_time = steady[steady.size() / 2];
+  runtime::MemoryStats ms = backend.allocator().stats();
+
+  out << "\n                    predicted    measured    measured/predicted\n";
+  auto row = [&](const std::string& name, double p, double m, bool bytes) {
+    char buf[160];
+    std::string ps = bytes ? human_bytes(p) : human_seconds(p), mss = bytes ? human_bytes(m) : human_seconds(m);
+    std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %s\n", name.c_str(), ps.c_str(), mss.c_str(),
+                  p > 0 ? (std::to_string(m / p).substr(0, 5) + "x").c_str() : "-");
+    out << buf;
+  };
+  row("time/step", predicted.time, measured_time, false);
+  row("peak memory", predicted.memory, static_cast<double>(ms.peak_total), true);
+  nlohmann::ordered_json pk, mk;
+  for (const KindPair& k : kKinds) {
+    double p = predicted.breakdown[k.predicted];
+    auto m = static_cast<double>(ms.at_peak[static_cast<size_t>(k.measured)]);
+    row("  " + std::string(k.name), p, m, true);
+    pk[k.name] = p;
+    mk[k.name] = m;
+  }
+  out << "  (memory by kind: measured at the moment of the peak; the planner's workspace is the largest backward transient)\n";
+  if (s.save) {
+    runtime::save_checkpoint(*s.save, s.model, g, backend, weights, optimizer);
+    out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
+  }
+  if (s.report) {
+    report["model"] = {{"path", s.model}, {"batch", g.batch}};
+    report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"cluster", s.cluster}};
+    report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+    report["steps"] = steps;
+    report["predicted"] = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}, {"memory_by_kind", pk}};
+    report["measured"] = {{"time_s", measured_time}, {"peak_memory_bytes", ms.peak_total}, {"memory_by_kind_at_peak", mk}};
+    std::ofstream f(*s.report + ".part");
+    f << report.dump(2) << "\n";
+    if (!f) throw InputError(*s.report + ": cannot be written");
+    f.close();
+    std::filesystem::rename(*s.report + ".part", *s.report);
+  }
+  return 0;
+}
+
+}  // namespace tensoropt

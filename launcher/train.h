@@ -1,0 +1,39 @@
+// `tensoropt run` on one device: import, load or initialise the weights, train for a number of
+// steps with the runtime (launcher/runtime/), print one line per step, and set the measured step
+// time and peak memory against what the planner predicts for the same one-device strategy
+// (docs/runtime.md). The multi-process launcher (a later issue) runs the same loop per worker.
+//
+// Errors: InputError for everything the user can fix (flags, files, a model op without a kernel),
+// raised before the first step where possible; nothing is written half (checkpoints are written
+// to FILE.part and renamed).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/runtime/executor.h"
+#include "launcher/runtime/optimizer.h"
+
+namespace tensoropt {
+
+struct TrainSettings {
+  std::string model;
+  std::optional<int64_t> batch;      // global batch; default: the plan's, 8
+  int64_t steps = 10;
+  runtime::OptimizerSettings optimizer;
+  runtime::LossKind loss = runtime::LossKind::CrossEntropy;
+  uint64_t seed = 0;
+  int threads = 0;                   // 0: every core
+  std::string cluster = "cpu";       // for the prediction
+  std::vector<std::string> frozen;
+  std::optional<std::string> data, labels;   // .npy files
+  std::optional<std::string> save, resume;   // checkpoints
+  std::optional<std::string> report;         // JSON (docs/runtime.md)
+};
+
+int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err);
+
+}  // namespace tensoropt
