@@ -1,0 +1,181 @@
+// The one-device training step equals PyTorch's (tests/fixtures/runtime/make_reference.py): the
+// loss of each of three steps, every gradient of the first step, and every parameter and
+// BatchNorm running statistic after three steps of SGD with momentum, Adam and AdamW.
+//
+// Tolerances (float32 both sides, different summation orders): losses relative 1e-4; gradients
+// and weights per tensor |ours - theirs| <= 1e-4 * max|theirs| + 1e-6 (SGD, AdamW and Adam
+// alike: after three steps the updates are of order lr, far above that).
+// Also: a checkpoint written after three steps and resumed continues bit for bit as six
+// uninterrupted steps.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "graph/import.h"
+#include "launcher/runtime/checkpoint.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/data.h"
+#include "launcher/runtime/executor.h"
+#include "launcher/runtime/optimizer.h"
+#include "launcher/runtime/weights.h"
+
+namespace tensoropt {
+namespace {
+
+using namespace runtime;
+
+const std::string kDir = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+
+struct Reference {
+  nlohmann::json head;
+  std::string blob;
+  std::vector<float> tensor(const std::string& name, Shape& shape) const {
+    for (const auto& t : head["tensors"]) {
+      if (t["name"] != name) continue;
+      shape = t["shape"].get<Shape>();
+      std::vector<float> v(static_cast<size_t>(numel(shape)));
+      std::memcpy(v.data(), blob.data() + t["offset"].get<size_t>(), v.size() * 4);
+      return v;
+    }
+    return {};
+  }
+};
+
+Reference reference(const std::string& name) {
+  Reference r;
+  std::ifstream j(kDir + name + ".ref.json");
+  REQUIRE(j.good());
+  r.head = nlohmann::json::parse(j);
+  std::ifstream b(kDir + name + ".ref.bin", std::ios::binary);
+  r.blob.assign(std::istreambuf_iterator<char>(b), {});
+  return r;
+}
+
+OptimizerSettings settings(const std::string& opt) {
+  OptimizerSettings s;
+  s.kind = parse_optimizer_kind(opt);
+  if (opt == "sgd") {
+    s.lr = 0.01;
+    s.momentum = 0.9;
+    s.weight_decay = 0.01;
+  } else {
+    s.lr = 0.001;
+    s.weight_decay = opt == "adamw" ? 0.1 : 0.0;
+  }
+  return s;
+}
+
+std::vector<float> values(const Array& a) { return std::vector<float>(a.data<float>(), a.data<float>() + a.numel()); }
+
+void check_close(const std::vector<float>& ours, const std::vector<float>& theirs, const std::string& what) {
+  CAPTURE(what);
+  REQUIRE(ours.size() == theirs.size());
+  double scale = 0, worst = 0;
+  for (float t : theirs) scale = std::max(scale, static_cast<double>(std::abs(t)));
+  for (size_t i = 0; i < ours.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(ours[i] - theirs[i])));
+  CAPTURE(worst);
+  CAPTURE(scale);
+  CHECK(worst <= 1e-4 * scale + 1e-6);
+}
+
+// A training session on the CPU backend, as `run` builds it.
+struct Session {
+  Graph g;
+  cpu::CpuBackend backend{2};
+  LoadedState state;
+  std::unique_ptr<Executor> ex;
+  std::unique_ptr<Optimizer> opt;
+  std::unique_ptr<DataSource> data;
+  StepContext ctx;
+
+  Session(const std::string& name, const std::string& optimizer) : g(import_onnx_file(kDir + name + ".onnx", {.batch = 4})) {
+    state = load_state(g, g.source_path, backend, 0);
+    ex = std::make_unique<Executor>(g, backend, state.arrays);
+    opt = std::make_unique<Optimizer>(settings(optimizer), backend, state.arrays, ex->gradient_tensors());
+    data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
+    ctx = StepContext{&backend.allocator(), true, 0, 0, 2};
+  }
+  double step() {
+    ctx.step = opt->steps() + 1;
+    Batch b = data->next(ctx.step);
+    double loss = ex->train_step(b.inputs, b.target, ctx);
+    opt->step(*ex);
+    return loss;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("training: three steps of every optimizer equal PyTorch's on six model families") {
+  for (const char* name : {"mlp", "cnn_bn", "resblock", "gpt", "vit", "branches"}) {
+    CAPTURE(std::string(name));
+    Reference ref = reference(name);
+    for (const char* optimizer : {"sgd", "adam", "adamw"}) {
+      CAPTURE(std::string(optimizer));
+      Session s(name, optimizer);
+      CHECK(s.state.initialised.empty());
+      auto losses = ref.head["losses"][optimizer].get<std::vector<double>>();
+      for (size_t k = 0; k < losses.size(); ++k) {
+        CAPTURE(k);
+        double loss = s.step();
+        CHECK(loss == doctest::Approx(losses[k]).epsilon(1e-4));
+        if (k == 0 && std::string(optimizer) == "sgd") {
+          for (int t : s.ex->gradient_tensors()) {
+            Shape shape;
+            std::vector<float> want = ref.tensor("grad/" + s.g.tensors[static_cast<size_t>(t)].name, shape);
+            REQUIRE_MESSAGE(!want.empty(), s.g.tensors[static_cast<size_t>(t)].name);
+            check_close(values(s.ex->gradient(t)), want, "grad of " + s.g.tensors[static_cast<size_t>(t)].name);
+          }
+        }
+      }
+      int compared = 0;
+      for (const auto& [t, a] : s.state.arrays) {
+        const Tensor& x = s.g.tensors[static_cast<size_t>(t)];
+        if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
+        if (a.dtype() != DType::F32) continue;
+        Shape shape;
+        std::vector<float> want = ref.tensor(std::string(optimizer) + "/" + x.name, shape);
+        REQUIRE_MESSAGE(!want.empty(), x.name);
+        check_close(values(a), want, "final " + x.name);
+        ++compared;
+      }
+      CHECK(compared > 0);
+    }
+  }
+}
+
+TEST_CASE("training: save after three steps and resume continues bit for bit as six steps") {
+  for (const char* name : {"cnn_bn", "gpt"}) {
+    CAPTURE(std::string(name));
+    Session straight(name, "adam");
+    for (int k = 0; k < 6; ++k) straight.step();
+    auto dir = std::filesystem::temp_directory_path() / ("tensoropt_ckpt_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::string path = (dir / (std::string(name) + ".onnx")).string();
+    {
+      Session first(name, "adam");
+      for (int k = 0; k < 3; ++k) first.step();
+      save_checkpoint(path, first.g.source_path, first.g, first.backend, first.state.arrays, *first.opt);
+    }
+    Session resumed(name, "adam");
+    CHECK(load_checkpoint(path, resumed.g, resumed.backend, resumed.state.arrays, *resumed.opt));
+    CHECK(resumed.opt->steps() == 3);
+    for (int k = 0; k < 3; ++k) resumed.step();
+    for (const auto& [t, a] : straight.state.arrays) {
+      if (a.dtype() != DType::F32) continue;
+      const Array& b = resumed.state.arrays.at(t);
+      CHECK_MESSAGE(std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.bytes())) == 0, straight.g.tensors[static_cast<size_t>(t)].name);
+    }
+    // A checkpoint of one model does not load into another.
+    Session other("mlp", "adam");
+    CHECK_THROWS_WITH_AS(load_checkpoint(path, other.g, other.backend, other.state.arrays, *other.opt),
+                         doctest::Contains("not a checkpoint of"), InputError);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+}  // namespace tensoropt
