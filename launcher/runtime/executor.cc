@@ -129,6 +129,7 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
     k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
     if (ctx.training) {
       for (auto [o, input] : k.state_updates) {
+        if (static_cast<size_t>(o) >= n.outputs.size() || static_cast<size_t>(input) >= n.inputs.size()) continue;
         int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
         if (src < 0 || dst < 0 || !state_.count(dst)) continue;
         std::vector<char> host(static_cast<size_t>(outs[static_cast<size_t>(o)].bytes()));
