@@ -94,6 +94,11 @@ void layer_cases(std::vector<KernelCase>& cases) {
   }
   {
     ModelBuilder b;
+    b.input("x", {3, 4}).input("s", {4}).node("LayerNormalization", {"x", "s"}, {"y", "mean", "inv"}).output("mean").output("inv");
+    cases.push_back({.op = "LayerNormalization", .name = "LayerNorm, only Mean and InvStdDev read (no dY)", .model = b});
+  }
+  {
+    ModelBuilder b;
     b.input("x", {2, 3, 4}).input("s", {4}).node("LayerNormalization", {"x", "s"}, {"y"}).attr("axis", -2).output("y");
     cases.push_back({.op = "LayerNormalization", .name = "LayerNorm axis -2, scale [4] broadcast inside the row, no bias", .model = b});
   }

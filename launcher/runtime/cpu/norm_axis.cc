@@ -6,6 +6,8 @@
 #include <limits>
 #include <string>
 
+#include <Eigen/Core>
+
 #include "launcher/runtime/cpu/norm_parts.h"
 #include "launcher/runtime/cpu/util.h"
 
@@ -46,27 +48,52 @@ float row_max(const float* x, int64_t n, int64_t stride) {
 
 // ---- Softmax: y = exp(x - max) / sum(exp(x - max)); dx = y * (dy - sum(dy * y)).
 // ---- LogSoftmax: y = x - max - log(sum(exp(x - max))); dx = dy - exp(y) * sum(dy).
-// Both save only Y (the catalogue's `saved`).
+// Both save only Y (the catalogue's `saved`). Contiguous rows use Eigen's vectorised exp and sums
+// (float partial sums, as PyTorch); strided rows (an axis before the last) accumulate in double.
+using RowArray = Eigen::Map<Eigen::ArrayXf>;
+using ConstRowArray = Eigen::Map<const Eigen::ArrayXf>;
+
 template <bool Log>
 void softmax_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   require_f32(c.node, x, "X");
   int axis = softmax_axis(c.node, x.rank());
   Rows rows = rows_of(x.shape(), axis, axis + 1);
-  for_rows(rows, x.data<float>(), c.out[0]->data<float>(), c.ctx.threads, [n = rows.n](const float* xr, float* yr, int64_t st) {
-    float m = row_max(xr, n, st);
-    double sum = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      float e = std::exp(xr[k * st] - m);
-      if constexpr (!Log) yr[k * st] = e;
-      sum += e;
-    }
-    if constexpr (Log) {
-      auto shift = static_cast<float>(static_cast<double>(m) + std::log(sum));
-      for (int64_t k = 0; k < n; ++k) yr[k * st] = xr[k * st] - shift;
-    } else {
-      auto inv = static_cast<float>(1.0 / sum);
-      for (int64_t k = 0; k < n; ++k) yr[k * st] *= inv;
+  if (rows.n == 0) return;
+  const float* px = x.data<float>();
+  float* py = c.out[0]->data<float>();
+  parallel_for(rows.count(), row_grain(rows.n), c.ctx.threads, [&](int64_t lo, int64_t hi) {
+    const int64_t n = rows.n, st = rows.inner;
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = px + rows.start(r);
+      float* yr = py + rows.start(r);
+      if (st == 1) {
+        ConstRowArray xa(xr, n);
+        RowArray ya(yr, n);
+        float m = xa.maxCoeff();
+        if constexpr (Log) {
+          ya = xa - m;
+          ya -= std::log(ya.exp().sum());
+        } else {
+          ya = (xa - m).exp();
+          ya *= 1.0f / ya.sum();
+        }
+        continue;
+      }
+      float m = row_max(xr, n, st);
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        float e = std::exp(xr[k * st] - m);
+        if constexpr (!Log) yr[k * st] = e;
+        sum += e;
+      }
+      if constexpr (Log) {
+        auto shift = static_cast<float>(static_cast<double>(m) + std::log(sum));
+        for (int64_t k = 0; k < n; ++k) yr[k * st] = xr[k * st] - shift;
+      } else {
+        auto inv = static_cast<float>(1.0 / sum);
+        for (int64_t k = 0; k < n; ++k) yr[k * st] *= inv;
+      }
     }
   });
 }
@@ -85,6 +112,13 @@ void softmax_backward(const GradCall& c) {
       int64_t s = rows.start(r);
       const float *yr = py + s, *dyr = pdy + s;
       float* dxr = pdx + s;
+      if (st == 1) {
+        ConstRowArray ya(yr, n), dya(dyr, n);
+        RowArray dxa(dxr, n);
+        if constexpr (Log) dxa = dya - ya.exp() * dya.sum();
+        else dxa = ya * (dya - (dya * ya).sum());
+        continue;
+      }
       if constexpr (Log) {
         auto sum = static_cast<float>(row_sum(dyr, n, st));
         for (int64_t k = 0; k < n; ++k) dxr[k * st] = dyr[k * st] - std::exp(yr[k * st]) * sum;

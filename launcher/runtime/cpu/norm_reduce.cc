@@ -161,6 +161,17 @@ void reduce_forward(const OpCall& c) {
   if (axes) c.state.saved = {keep_input(c, 1)};
 }
 
+// dx of one element for the ops whose gradient needs only x, y and dy (R: the group's size).
+template <Op K>
+float local_grad(float x, float y, float dy, int64_t R) {
+  if constexpr (K == Op::Mean) return dy / static_cast<float>(R);
+  if constexpr (K == Op::SumSquare) return 2 * x * dy;
+  if constexpr (K == Op::L1) return static_cast<float>((x > 0) - (x < 0)) * dy;
+  if constexpr (K == Op::L2) return y == 0 ? 0.0f : x / y * dy;
+  if constexpr (K == Op::LogSumExp) return std::exp(x - y) * dy;
+  return dy;  // Sum
+}
+
 template <Op K>
 void reduce_backward(const GradCall& c) {
   const Shape& xs = c.in_shapes[0];
@@ -171,6 +182,21 @@ void reduce_backward(const GradCall& c) {
   const float* px = K == Op::Sum || K == Op::Mean ? nullptr : c.in[0]->data<float>();
   const float* py = K == Op::Sum || K == Op::Mean ? nullptr : c.out[0]->data<float>();
   const int64_t R = g.size();
+  constexpr bool local = K != Op::Max && K != Op::Min && K != Op::Prod;
+  if (local && g.table.empty() && g.rows.inner > 1) {
+    // Strided groups: walk X in memory order, lines of `inner` elements, element i of line
+    // (outer o, j) belonging to group o * inner + i.
+    const Rows& rw = g.rows;
+    parallel_for(rw.outer * rw.n, row_grain(rw.inner), c.ctx.threads, [&](int64_t lo, int64_t hi) {
+      for (int64_t line = lo; line < hi; ++line) {
+        int64_t o0 = (line / rw.n) * rw.inner, k0 = line * rw.inner;
+        for (int64_t i = 0; i < rw.inner; ++i) {
+          pdx[k0 + i] = local_grad<K>(px ? px[k0 + i] : 0.0f, py ? py[o0 + i] : 0.0f, pdy[o0 + i], R);
+        }
+      }
+    });
+    return;
+  }
   for_groups(g, c.ctx.threads, [&](int64_t o, int64_t base, auto off) {
     float* dxg = pdx + base;
     [[maybe_unused]] const float* xg = px ? px + base : nullptr;
@@ -198,15 +224,8 @@ void reduce_backward(const GradCall& c) {
         dxg[off(j)] = static_cast<float>(others * dy);
       }
     } else {
-      for (int64_t j = 0; j < R; ++j) {
-        float d = dy;
-        if constexpr (K == Op::Mean) d = dy / static_cast<float>(R);
-        if constexpr (K == Op::SumSquare) d = 2 * xg[off(j)] * dy;
-        if constexpr (K == Op::L1) d = static_cast<float>((xg[off(j)] > 0) - (xg[off(j)] < 0)) * dy;
-        if constexpr (K == Op::L2) d = py[o] == 0 ? 0.0f : xg[off(j)] / py[o] * dy;
-        if constexpr (K == Op::LogSumExp) d = std::exp(xg[off(j)] - py[o]) * dy;
-        dxg[off(j)] = d;
-      }
+      const float y = py ? py[o] : 0.0f;
+      for (int64_t j = 0; j < R; ++j) dxg[off(j)] = local_grad<K>(xg ? xg[off(j)] : 0.0f, y, dy, R);
     }
   });
 }
