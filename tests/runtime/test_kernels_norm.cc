@@ -282,6 +282,50 @@ void select_cases(std::vector<KernelCase>& cases) {
   cases.push_back({.op = "CumSum", .name = "CumSum [2,3,4] axis 1, reverse", .model = cumsum({2, 3, 4}, 1, 0, 1)});
 }
 
+// Shapes big enough that every parallel_for of the kernels splits into chunks over the harness's
+// two threads (rows of ~16K elements per chunk; columns of LayerNorm's parameter sums by 256).
+void chunked_cases(std::vector<KernelCase>& cases) {
+  cases.push_back({.op = "Softmax", .name = "Softmax [64,300], rows over two threads",
+                   .model = unary("Softmax", {64, 300}, [](ModelBuilder& b) { b.attr("axis", -1); }), .range = {-4, 4}});
+  cases.push_back({.op = "LogSoftmax", .name = "LogSoftmax [16,40,30] axis 1, strided rows over two threads",
+                   .model = unary("LogSoftmax", {16, 40, 30}, [](ModelBuilder& b) { b.attr("axis", 1); })});
+  {
+    ModelBuilder b;
+    b.input("x", {40, 600}).input("s", {600}).input("b", {600}).node("LayerNormalization", {"x", "s", "b"}, {"y"}).output("y");
+    cases.push_back({.op = "LayerNormalization", .name = "LayerNorm [40,600], rows and parameter columns over two threads", .model = b});
+  }
+  cases.push_back({.op = "ReduceMean", .name = "ReduceMean [64,400] axes [-1], groups over two threads",
+                   .model = unary("ReduceMean", {64, 400}, [](ModelBuilder& b) { b.attr("axes", V{-1}); })});
+  cases.push_back({.op = "ReduceSumSquare", .name = "ReduceSumSquare [8,300,16] axes [1], strided lines over two threads",
+                   .model = unary("ReduceSumSquare", {8, 300, 16}, [](ModelBuilder& b) { b.attr("axes", V{1}).attr("keepdims", 0); })});
+  cases.push_back({.op = "CumSum", .name = "CumSum [40,500], rows over two threads", .model = [] {
+                     ModelBuilder b;
+                     b.input("x", {40, 500}).ints("axis", {-1}, {}).node("CumSum", {"x", "axis"}, {"y"});
+                     return b.output("y");
+                   }()});
+  // Rows of small values with a 100 and a 90 at known places: TopK's 2 and ArgMax stay put under
+  // the finite differences' perturbation.
+  D x(40 * 500), top_values, top_indices, argmax;
+  for (int64_t r = 0; r < 40; ++r) {
+    for (int64_t j = 0; j < 500; ++j) x[static_cast<size_t>(r * 500 + j)] = static_cast<double>((r * 31 + j * 17) % 101) / 101.0;
+    int64_t first = (r * 13) % 500, second = (r * 13 + 250) % 500;
+    x[static_cast<size_t>(r * 500 + first)] = 100;
+    x[static_cast<size_t>(r * 500 + second)] = 90;
+    top_values.insert(top_values.end(), {100, 90});
+    top_indices.insert(top_indices.end(), {static_cast<double>(first), static_cast<double>(second)});
+    argmax.push_back(static_cast<double>(first));
+  }
+  {
+    ModelBuilder b;
+    b.input("x", {40, 500}).ints("k", {2}).node("TopK", {"x", "k"}, {"values", "indices"}).output("values").output("indices");
+    cases.push_back({.op = "TopK", .name = "TopK [40,500] k=2, rows over two threads", .model = b, .values = {{"x", x}},
+                     .expect = {{"values", top_values}, {"indices", top_indices}}});
+  }
+  cases.push_back({.op = "ArgMax", .name = "ArgMax [40,500], rows over two threads",
+                   .model = unary("ArgMax", {40, 500}, [](ModelBuilder& b) { b.attr("axis", 1).attr("keepdims", 0); }),
+                   .values = {{"x", x}}, .expect = {{"y", argmax}}, .gradient = false});
+}
+
 // A model imported and ready to run forward, every input, parameter, buffer and constant all 1.
 struct Ones {
   explicit Ones(const ModelBuilder& b) : g(import_onnx_bytes(b.bytes(), "ones", {})) {
@@ -329,6 +373,7 @@ std::vector<KernelCase> norm_cases() {
   batch_cases(cases);
   reduce_cases(cases);
   select_cases(cases);
+  chunked_cases(cases);
   return cases;
 }
 
