@@ -28,18 +28,6 @@ int softmax_axis(const Node& node, int rank) {
   return node_axis(node, "axis", -1, rank);
 }
 
-// Calls fn(x_row, y_row, stride) for every row of `rows` over x and y, in parallel.
-template <class Fn>
-void for_rows(const Rows& rows, const float* x, float* y, int threads, Fn&& fn) {
-  parallel_for(rows.count(), row_grain(rows.n), threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      int64_t s = rows.start(r);
-      if (rows.inner == 1) fn(x + s, y + s, int64_t{1});  // contiguous: stride known at compile time
-      else fn(x + s, y + s, rows.inner);
-    }
-  });
-}
-
 float row_max(const float* x, int64_t n, int64_t stride) {
   float m = -std::numeric_limits<float>::infinity();
   for (int64_t k = 0; k < n; ++k) m = std::max(m, x[k * stride]);
@@ -153,9 +141,16 @@ void lp_forward(const OpCall& c) {
   int p = lp_order(c.node);
   int axis = node_axis(c.node, "axis", -1, x.rank());
   Rows rows = rows_of(x.shape(), axis, axis + 1);
-  for_rows(rows, x.data<float>(), c.out[0]->data<float>(), c.ctx.threads, [n = rows.n, p](const float* xr, float* yr, int64_t st) {
-    auto inv = static_cast<float>(1.0 / lp_norm(xr, n, st, p));
-    for (int64_t k = 0; k < n; ++k) yr[k * st] = xr[k * st] * inv;
+  const float* px = x.data<float>();
+  float* py = c.out[0]->data<float>();
+  parallel_for(rows.count(), row_grain(rows.n), c.ctx.threads, [&](int64_t lo, int64_t hi) {
+    const int64_t n = rows.n, st = rows.inner;
+    for (int64_t r = lo; r < hi; ++r) {
+      const float* xr = px + rows.start(r);
+      float* yr = py + rows.start(r);
+      auto inv = static_cast<float>(1.0 / lp_norm(xr, n, st, p));
+      for (int64_t k = 0; k < n; ++k) yr[k * st] = xr[k * st] * inv;
+    }
   });
 }
 

@@ -12,8 +12,8 @@
 // the variance with the unbiased batch variance var * m / (m - 1). In a training step the kernel
 // then copies them into the buffers input_mean and input_var itself: the executor's state_updates
 // would, but it indexes node.outputs[1] without a bounds check, which a one-output node overruns.
-// Outputs 3 and 4 (saved_mean, saved_var, before opset 14): mean and the
-// biased variance. Out of a training step they pass the running statistics through.
+// Outputs 3 and 4 (saved_mean, saved_var, before opset 14): mean and the biased variance. Out of a
+// training step all four pass the running statistics through.
 //
 // Backward, xhat = (x - mean) * inv, sums over a channel's m elements:
 //   batch:   dx = scale * inv * (dy - sum(dy) / m - xhat * sum(dy * xhat) / m)

@@ -45,15 +45,16 @@ std::vector<bool> reduced_axes(const Node& node, const Array* axes_input, int ra
 }
 
 // The groups of a reduction. When the reduced axes (ignoring size-1 axes) are one run, group o is
-// row o of rows_of (element j at start(o) + j * inner); otherwise element j is at base(o) + table[j].
+// row o of rows_of (element j at start(o) + j * inner); otherwise element j is at base(o) + table[j]
+// (a workspace of R offsets).
 struct Groups {
   Rows rows;
-  std::vector<int64_t> table;                 // offsets of a group's elements, when not one run
+  Array table;                                   // int64 offsets of a group's elements, when not one run
   std::vector<int64_t> kept_dims, kept_strides;  // to find base(o), when not one run
   int64_t count() const { return rows.count(); }
   int64_t size() const { return rows.n; }
   int64_t base(int64_t o) const {
-    if (table.empty()) return rows.start(o);
+    if (!table.defined()) return rows.start(o);
     int64_t b = 0;
     for (size_t a = kept_dims.size(); a-- > 0;) {
       b += (o % kept_dims[a]) * kept_strides[a];
@@ -63,7 +64,7 @@ struct Groups {
   }
 };
 
-Groups groups_of(const Shape& x, const std::vector<bool>& red) {
+Groups groups_of(const Shape& x, const std::vector<bool>& red, Allocator& alloc) {
   Groups g;
   int first = -1, last = -1;  // the reduced run, over axes of size > 1
   bool one_run = true;
@@ -95,14 +96,15 @@ Groups groups_of(const Shape& x, const std::vector<bool>& red) {
       g.rows.outer *= x[a];
     }
   }
-  g.table.assign(static_cast<size_t>(g.rows.n), 0);
+  g.table = Array(DType::I64, {g.rows.n}, alloc, MemoryKind::Transients);
+  auto* table = g.table.data<int64_t>();
   for (int64_t j = 0; j < g.rows.n; ++j) {
     int64_t k = j, off = 0;
     for (size_t a = red_dims.size(); a-- > 0;) {
       off += (k % red_dims[a]) * red_strides[a];
       k /= red_dims[a];
     }
-    g.table[static_cast<size_t>(j)] = off;
+    table[j] = off;
   }
   return g;
 }
@@ -115,7 +117,7 @@ void for_groups(const Groups& g, int threads, Body&& body) {
       for (int64_t o = lo; o < hi; ++o) body(o, g.base(o), off);
     });
   };
-  if (!g.table.empty()) run([t = g.table.data()](int64_t j) { return t[j]; });
+  if (g.table.defined()) run([t = g.table.data<int64_t>()](int64_t j) { return t[j]; });
   else if (g.rows.inner == 1) run([](int64_t j) { return j; });
   else run([s = g.rows.inner](int64_t j) { return j * s; });
 }
@@ -125,7 +127,7 @@ void reduce_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   require_f32(c.node, x, "data");
   const Array* axes = c.in.size() > 1 ? c.in[1] : nullptr;
-  Groups g = groups_of(x.shape(), reduced_axes(c.node, axes, x.rank()));
+  Groups g = groups_of(x.shape(), reduced_axes(c.node, axes, x.rank()), *c.ctx.allocator);
   const float* px = x.data<float>();
   float* py = c.out[0]->data<float>();
   const int64_t R = g.size();
@@ -176,14 +178,14 @@ template <Op K>
 void reduce_backward(const GradCall& c) {
   const Shape& xs = c.in_shapes[0];
   const Array* axes = c.state.saved.empty() ? nullptr : &c.state.saved[0];
-  Groups g = groups_of(xs, reduced_axes(c.node, axes, static_cast<int>(xs.size())));
+  Groups g = groups_of(xs, reduced_axes(c.node, axes, static_cast<int>(xs.size())), *c.ctx.allocator);
   const float* pdy = c.dout[0]->data<float>();
   float* pdx = c.din[0]->data<float>();
   const float* px = K == Op::Sum || K == Op::Mean ? nullptr : c.in[0]->data<float>();
   const float* py = K == Op::Sum || K == Op::Mean ? nullptr : c.out[0]->data<float>();
   const int64_t R = g.size();
   constexpr bool local = K != Op::Max && K != Op::Min && K != Op::Prod;
-  if (local && g.table.empty() && g.rows.inner > 1) {
+  if (local && !g.table.defined() && g.rows.inner > 1) {
     // Strided groups: walk X in memory order, lines of `inner` elements, element i of line
     // (outer o, j) belonging to group o * inner + i.
     const Rows& rw = g.rows;

@@ -3,8 +3,9 @@
 //   ArgMax/ArgMin(X; axis = 0, keepdims, select_last_index) -> int64 index of the first (last)
 //     extreme of each row; NaN counts as the extreme, as in PyTorch and numpy. No gradient.
 //   TopK(X, K; axis = -1, largest, sorted) -> the K largest (smallest) of each row and their int64
-//     indices, ordered from the extreme, equal values by index (as ONNX asks); NaN counts as the
-//     largest (sorted = 0 allows any order: this one too). dx = dvalues scattered to the indices (the catalogue saves Indices), 0 elsewhere.
+//     indices, ordered from the extreme, equal values by index (as ONNX asks; sorted = 0 allows
+//     any order, this one too); NaN counts as the largest. dx = dValues scattered to Indices (the
+//     catalogue saves them), 0 elsewhere.
 //   CumSum(X, axis; exclusive, reverse) -> running sums along the axis (float32, int64, int32);
 //     dx = the running sums of dy in the other direction with the same exclusive flag.
 #include <algorithm>
