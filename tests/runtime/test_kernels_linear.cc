@@ -174,8 +174,8 @@ void conv_cases(std::vector<KernelCase>& cases) {
                             {{"group", {3}}, {"strides", {2, 2}}, {"dilations", {2, 2}}, {"pads", {2, 1, 0, 2}}}));
   cases.push_back(conv_case("Conv", "Conv 1x1 (no im2col)", {2, 4, 3, 5}, {3, 4, 1, 1}, true, {}));
   cases.push_back(conv_case("Conv", "Conv 1x1 stride 2", {2, 4, 5, 5}, {3, 4, 1, 1}, false, {{"strides", {2, 2}}}));
-  cases.push_back(with_auto_pad(conv_case("Conv", "Conv SAME_UPPER stride 2", {1, 2, 6, 5}, {2, 2, 4, 3}, false, {{"strides", {2, 2}}}), "SAME_UPPER"));
-  cases.push_back(with_auto_pad(conv_case("Conv", "Conv SAME_LOWER", {1, 2, 5, 5}, {2, 2, 2, 4}, true, {}), "SAME_LOWER"));
+  cases.push_back(with_auto_pad(conv_case("Conv", "Conv stride 2", {1, 2, 6, 5}, {2, 2, 4, 3}, false, {{"strides", {2, 2}}}), "SAME_UPPER"));
+  cases.push_back(with_auto_pad(conv_case("Conv", "Conv bias", {1, 2, 5, 5}, {2, 2, 2, 4}, true, {}), "SAME_LOWER"));
   cases.push_back(with_auto_pad(conv_case("Conv", "Conv stride 2", {1, 2, 6, 6}, {2, 2, 3, 3}, false, {{"strides", {2, 2}}}), "VALID"));
   cases.push_back(conv_case("Conv", "Conv 1-D stride 2 pads", {2, 3, 9}, {4, 3, 3}, true, {{"strides", {2}}, {"pads", {1, 2}}}));
   cases.push_back(conv_case("Conv", "Conv 3-D pads dilation", {1, 2, 4, 5, 4}, {3, 2, 2, 3, 2}, true,
@@ -217,7 +217,7 @@ void conv_transpose_cases(std::vector<KernelCase>& cases) {
     c.expect = {{"y", convt}};
     cases.push_back(c);
   }
-  cases.push_back(with_auto_pad(conv_case("ConvTranspose", "ConvTranspose output_shape SAME_UPPER", {1, 2, 3, 3}, {2, 3, 3, 3},
+  cases.push_back(with_auto_pad(conv_case("ConvTranspose", "ConvTranspose output_shape", {1, 2, 3, 3}, {2, 3, 3, 3},
                                           true, {{"strides", {2, 2}}, {"output_shape", {6, 6}}}), "SAME_UPPER"));
   {
     KernelCase c = conv_case("ConvTranspose", "ConvTranspose groups 2 dilation 2 (torch)", {1, 4, 3, 3}, {4, 1, 2, 2}, false,

@@ -56,7 +56,7 @@ void matmul_forward(const OpCall& c) {
   const float* a = c.in[0]->data<float>();
   const float* b = c.in[1]->data<float>();
   float* y = c.out[0]->data<float>();
-  if (p.fold) gemm({.m = p.count * p.d.m, .n = p.d.n, .k = p.d.k}, 1.0f, a, b, 0.0f, y);
+  if (p.fold) gemm({.m = p.count * p.d.m, .n = p.d.n, .k = p.d.k}, 1.0f, a, b, 0.0f, y, c.ctx.threads);
   else batched_gemm(p.d, a, b, y, p.batch, c.ctx.threads);
 }
 
@@ -71,13 +71,13 @@ void matmul_backward(const GradCall& c) {
   if (Array* da = c.din[0]) {  // dA = dY·Bᵀ
     const float* b = c.in[1]->data<float>();
     GemmDims d{.m = m, .n = k, .k = n, .tb = true};
-    if (p.fold) gemm({.m = p.count * m, .n = k, .k = n, .tb = true}, 1.0f, dy, b, 0.0f, da->data<float>());
+    if (p.fold) gemm({.m = p.count * m, .n = k, .k = n, .tb = true}, 1.0f, dy, b, 0.0f, da->data<float>(), c.ctx.threads);
     else batched_gemm(d, dy, b, da->data<float>(), {p.batch.c, p.batch.b, p.batch.a}, c.ctx.threads);
   }
   if (Array* db = c.din[1]) {  // dB = Aᵀ·dY
     const float* a = c.in[0]->data<float>();
     GemmDims d{.m = k, .n = n, .k = m, .ta = true};
-    if (p.fold) gemm({.m = k, .n = n, .k = p.count * m, .ta = true}, 1.0f, a, dy, 0.0f, db->data<float>());
+    if (p.fold) gemm({.m = k, .n = n, .k = p.count * m, .ta = true}, 1.0f, a, dy, 0.0f, db->data<float>(), c.ctx.threads);
     else batched_gemm(d, a, dy, db->data<float>(), {p.batch.a, p.batch.c, p.batch.b}, c.ctx.threads);
   }
 }
@@ -111,7 +111,7 @@ void gemm_forward(const OpCall& c) {
     }
     beta = 1.0f;
   }
-  gemm(g.d, g.alpha, c.in[0]->data<float>(), c.in[1]->data<float>(), beta, py);
+  gemm(g.d, g.alpha, c.in[0]->data<float>(), c.in[1]->data<float>(), beta, py, c.ctx.threads);
 }
 
 void gemm_backward(const GradCall& c) {
@@ -121,14 +121,14 @@ void gemm_backward(const GradCall& c) {
   if (Array* da = c.din[0]) {
     const float* b = c.in[1]->data<float>();
     // A' [m,k] = dY [m,n] · B'ᵀ; stored [k,m] with transA: B' · dYᵀ.
-    if (ta) gemm({.m = k, .n = m, .k = n, .ta = tb, .tb = true}, g.alpha, b, dy, 0.0f, da->data<float>());
-    else gemm({.m = m, .n = k, .k = n, .tb = !tb}, g.alpha, dy, b, 0.0f, da->data<float>());
+    if (ta) gemm({.m = k, .n = m, .k = n, .ta = tb, .tb = true}, g.alpha, b, dy, 0.0f, da->data<float>(), c.ctx.threads);
+    else gemm({.m = m, .n = k, .k = n, .tb = !tb}, g.alpha, dy, b, 0.0f, da->data<float>(), c.ctx.threads);
   }
   if (Array* db = c.din[1]) {
     const float* a = c.in[0]->data<float>();
     // B' [k,n] = A'ᵀ · dY; stored [n,k] with transB: dYᵀ · A'.
-    if (tb) gemm({.m = n, .n = k, .k = m, .ta = true, .tb = ta}, g.alpha, dy, a, 0.0f, db->data<float>());
-    else gemm({.m = k, .n = n, .k = m, .ta = !ta}, g.alpha, a, dy, 0.0f, db->data<float>());
+    if (tb) gemm({.m = n, .n = k, .k = m, .ta = true, .tb = ta}, g.alpha, dy, a, 0.0f, db->data<float>(), c.ctx.threads);
+    else gemm({.m = k, .n = n, .k = m, .ta = !ta}, g.alpha, a, dy, 0.0f, db->data<float>(), c.ctx.threads);
   }
   if (c.din.size() > 2 && c.din[2]) {
     Array& dc = *c.din[2];

@@ -1,10 +1,9 @@
-// Conv and ConvTranspose (graph/ops/linear.cc) by im2col and GEMM (linear_gemm.h) over the
-// windows of linear_window.h, and depthwise Conv by direct loops.
+// Conv and ConvTranspose (graph/ops/linear.cc) by im2col (linear_im2col.h) and GEMM
+// (linear_gemm.h), and depthwise Conv by direct loops over the windows of linear_window.h.
+// Threads share a batch image by image when it divides well among them (split_images).
 //
 // Legend: N batch, C input channels, M output channels, g groups, Cg = C/g, Mg = M/g, K kernel
-// elements, I input positions, O output positions. col(x) [Cg·K, O] is the im2col matrix of
-// x [Cg, I]: row (c, j) holds x[c] at the position kernel offset j reads for each output position
-// (0 in the padding); col2im is its adjoint, summing a [Cg·K, O] matrix back onto x's positions.
+// elements, I input positions, O output positions; col(x) [Cg·K, O] the im2col matrix.
 //
 // Conv: X [N,C,in...], W [M,Cg,k...], B [M] -> Y [N,M,out...]
 //   Y[n,g] = W_g [Mg, Cg·K] · col(X[n,g]) + B
@@ -21,68 +20,12 @@
 #include <string>
 
 #include "launcher/runtime/cpu/linear_gemm.h"
+#include "launcher/runtime/cpu/linear_im2col.h"
 #include "launcher/runtime/cpu/linear_window.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
 namespace {
-
-// col [channels·K, O] = col(x [channels, I]).
-void im2col(const Window& w, const float* x, int64_t channels, float* col, int threads) {
-  const int64_t k = w.kernel_size(), in = w.in_size(), out = w.out_size(), s = w.stride[2];
-  parallel_for(channels * k, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(out, 1)), threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t r = lo; r < hi; ++r) {
-      float* row = col + r * out;
-      const float* xc = x + r / k * in;
-      std::fill_n(row, out, 0.0f);
-      for_rows(w, r % k, [&](int64_t orow, int64_t irow, int64_t a, int64_t b) {
-        strided(xc + (irow + a * s), b - a, s, [&](auto&& v) { VectorMap(row + orow + a, b - a) = v; });
-      });
-    }
-  });
-}
-
-// x [channels, I] = col2im(col [channels·K, O]).
-void col2im(const Window& w, const float* col, int64_t channels, float* x, int threads) {
-  const int64_t k = w.kernel_size(), in = w.in_size(), out = w.out_size(), s = w.stride[2];
-  parallel_for(channels, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(k * out, 1)), threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t ch = lo; ch < hi; ++ch) {
-      float* xc = x + ch * in;
-      std::fill_n(xc, in, 0.0f);
-      for (int64_t j = 0; j < k; ++j) {
-        const float* row = col + (ch * k + j) * out;
-        for_rows(w, j, [&](int64_t orow, int64_t irow, int64_t a, int64_t b) {
-          strided(xc + (irow + a * s), b - a, s, [&](auto&& v) { v += ConstVectorMap(row + orow + a, b - a); });
-        });
-      }
-    }
-  });
-}
-
-bool is_pointwise(const Window& w) {
-  for (size_t a = 0; a < 3; ++a) {
-    if (w.kernel[a] != 1 || w.stride[a] != 1 || w.pad[a] != 0 || w.in[a] != w.out[a]) return false;
-  }
-  return true;
-}
-
-// y[n, m, :] = b[m] (the GEMM then adds to it).
-void fill_bias(const float* b, int64_t n, int64_t m, int64_t positions, float* y, int threads) {
-  parallel_for(n * m, std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(positions, 1)), threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) std::fill_n(y + p * positions, positions, b[p % m]);
-  });
-}
-
-// db[m] = Σ_{n, positions} dy[n, m, :].
-void bias_grad(const float* dy, int64_t n, int64_t m, int64_t positions, float* db, int threads) {
-  parallel_for(m, 1, threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t ch = lo; ch < hi; ++ch) {
-      float s = 0;
-      for (int64_t i = 0; i < n; ++i) s += ConstVectorMap(dy + (i * m + ch) * positions, positions).sum();
-      db[ch] = s;
-    }
-  });
-}
 
 void require_f32(const OpCall& c) {
   if (c.in[0]->dtype() != DType::F32) kernel_error(c.node, "only float32 is implemented, not " + c.in[0]->str());
@@ -174,6 +117,8 @@ void depthwise_backward(const ConvDims& d, const float* x, const float* wt, cons
   }
 }
 
+Array transient(const Shape& s, const StepContext& ctx) { return Array(DType::F32, s, *ctx.allocator, MemoryKind::Transients); }
+
 void conv_forward(const OpCall& c) {
   require_f32(c);
   const Array& x = *c.in[0];
@@ -185,24 +130,26 @@ void conv_forward(const OpCall& c) {
   float* py = y.data<float>();
   if (d.depthwise) return depthwise_forward(d, px, pw, bias, py, c.ctx.threads);
   if (bias) fill_bias(bias, d.n, d.m, d.out, py, c.ctx.threads);
-  Array col;
-  if (!d.pointwise) col = Array(DType::F32, {d.cg * d.k, d.out}, *c.ctx.allocator, MemoryKind::Transients);
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t g = 0; g < d.g; ++g) {
-      const float* src = px + (n * d.c + g * d.cg) * d.in;
-      if (!d.pointwise) {
-        im2col(d.w, src, d.cg, col.data<float>(), c.ctx.threads);
-        src = col.data<float>();
+  const int64_t rows = d.cg * d.k;
+  const ImageSplit split = split_images(d.n, c.ctx.threads);
+  for_parts(split, c.ctx.threads, [&](int64_t, int64_t first, int64_t end) {
+    Array col = d.pointwise ? Array() : transient({rows, d.out}, c.ctx);
+    for (int64_t n = first; n < end; ++n) {
+      for (int64_t g = 0; g < d.g; ++g) {
+        const float* src = px + (n * d.c + g * d.cg) * d.in;
+        if (!d.pointwise) {
+          im2col(d.w, src, d.cg, col.data<float>(), split.inner);
+          src = col.data<float>();
+        }
+        gemm({.m = d.mg, .n = d.out, .k = rows}, 1.0f, pw + g * d.mg * rows, src, bias ? 1.0f : 0.0f,
+             py + (n * d.m + g * d.mg) * d.out, split.inner);
       }
-      gemm({.m = d.mg, .n = d.out, .k = d.cg * d.k}, 1.0f, pw + g * d.mg * d.cg * d.k, src, bias ? 1.0f : 0.0f,
-           py + (n * d.m + g * d.mg) * d.out);
     }
-  }
+  });
 }
 
 void conv_backward(const GradCall& c) {
-  const Shape& ys = c.dout[0]->shape();
-  const ConvDims d = conv_dims(c.node, c.in_shapes[0], c.in_shapes[1], ys);
+  const ConvDims d = conv_dims(c.node, c.in_shapes[0], c.in_shapes[1], c.dout[0]->shape());
   const float* dy = c.dout[0]->data<float>();
   // X is kept when W takes a gradient, W when X does.
   float* dx = c.din[0] ? c.din[0]->data<float>() : nullptr;
@@ -211,33 +158,33 @@ void conv_backward(const GradCall& c) {
   const float* wt = dx ? c.in[1]->data<float>() : nullptr;
   if (c.din.size() > 2 && c.din[2]) bias_grad(dy, d.n, d.m, d.out, c.din[2]->data<float>(), c.ctx.threads);
   if (d.depthwise) return depthwise_backward(d, x, wt, dy, dx, dw, c.ctx.threads);
-  if (dw) std::fill_n(dw, c.din[1]->numel(), 0.0f);
-  Array col;
-  if (!d.pointwise && (dx || dw)) col = Array(DType::F32, {d.cg * d.k, d.out}, *c.ctx.allocator, MemoryKind::Transients);
+  if (!dx && !dw) return;
   const int64_t rows = d.cg * d.k;
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t g = 0; g < d.g; ++g) {
-      const float* dyg = dy + (n * d.m + g * d.mg) * d.out;
-      const int64_t xoff = (n * d.c + g * d.cg) * d.in;
-      if (dw) {
-        const float* src = x + xoff;
-        if (!d.pointwise) {
-          im2col(d.w, src, d.cg, col.data<float>(), c.ctx.threads);
-          src = col.data<float>();
+  const ImageSplit split = split_images(d.n, c.ctx.threads);
+  PartSums dws(dw, dw ? c.din[1]->numel() : 0, dw ? split.parts : 1, c.ctx);
+  for_parts(split, c.ctx.threads, [&](int64_t part, int64_t first, int64_t end) {
+    Array col = d.pointwise ? Array() : transient({rows, d.out}, c.ctx);
+    for (int64_t n = first; n < end; ++n) {
+      for (int64_t g = 0; g < d.g; ++g) {
+        const float* dyg = dy + (n * d.m + g * d.mg) * d.out;
+        const int64_t xoff = (n * d.c + g * d.cg) * d.in;
+        if (dw) {  // dW_g += dY[n,g] · col(X[n,g])ᵀ
+          const float* src = x + xoff;
+          if (!d.pointwise) {
+            im2col(d.w, src, d.cg, col.data<float>(), split.inner);
+            src = col.data<float>();
+          }
+          gemm({.m = d.mg, .n = rows, .k = d.out, .tb = true}, 1.0f, dyg, src, 1.0f, dws.part(part) + g * d.mg * rows, split.inner);
         }
-        gemm({.m = d.mg, .n = rows, .k = d.out, .tb = true}, 1.0f, dyg, src, 1.0f, dw + g * d.mg * rows);
-      }
-      if (dx) {
-        const float* wg = wt + g * d.mg * rows;
-        if (d.pointwise) {
-          gemm({.m = rows, .n = d.out, .k = d.mg, .ta = true}, 1.0f, wg, dyg, 0.0f, dx + xoff);
-        } else {
-          gemm({.m = rows, .n = d.out, .k = d.mg, .ta = true}, 1.0f, wg, dyg, 0.0f, col.data<float>());
-          col2im(d.w, col.data<float>(), d.cg, dx + xoff, c.ctx.threads);
+        if (dx) {  // dX[n,g] = col2im(W_gᵀ · dY[n,g])
+          float* dst = d.pointwise ? dx + xoff : col.data<float>();
+          gemm({.m = rows, .n = d.out, .k = d.mg, .ta = true}, 1.0f, wt + g * d.mg * rows, dyg, 0.0f, dst, split.inner);
+          if (!d.pointwise) col2im(d.w, dst, d.cg, dx + xoff, split.inner);
         }
       }
     }
-  }
+  });
+  dws.sum(c.ctx.threads);
 }
 
 // ---- ConvTranspose
@@ -287,24 +234,23 @@ void conv_transpose_forward(const OpCall& c) {
   Array& y = *c.out[0];
   const TransposeDims d = transpose_dims(c.node, x.shape(), wt.shape(), y.shape());
   const float *px = x.data<float>(), *pw = wt.data<float>();
+  const float* bias = bias_of(c);
   float* py = y.data<float>();
   const int64_t rows = d.mg * d.k;
-  Array col;
-  if (!d.pointwise) col = Array(DType::F32, {rows, d.xpos}, *c.ctx.allocator, MemoryKind::Transients);
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t g = 0; g < d.g; ++g) {
-      const float* xg = px + (n * d.c + g * d.cg) * d.xpos;
-      float* yg = py + (n * d.m + g * d.mg) * d.ypos;
-      float* dst = d.pointwise ? yg : col.data<float>();
-      gemm({.m = rows, .n = d.xpos, .k = d.cg, .ta = true}, 1.0f, pw + g * d.cg * rows, xg, 0.0f, dst);
-      if (!d.pointwise) col2im(d.w, dst, d.mg, yg, c.ctx.threads);
+  const ImageSplit split = split_images(d.n, c.ctx.threads);
+  for_parts(split, c.ctx.threads, [&](int64_t, int64_t first, int64_t end) {
+    Array col = d.pointwise ? Array() : transient({rows, d.xpos}, c.ctx);
+    for (int64_t n = first; n < end; ++n) {
+      for (int64_t g = 0; g < d.g; ++g) {
+        float* yg = py + (n * d.m + g * d.mg) * d.ypos;
+        float* dst = d.pointwise ? yg : col.data<float>();
+        gemm({.m = rows, .n = d.xpos, .k = d.cg, .ta = true}, 1.0f, pw + g * d.cg * rows, px + (n * d.c + g * d.cg) * d.xpos, 0.0f,
+             dst, split.inner);
+        if (!d.pointwise) col2im(d.w, dst, d.mg, yg, split.inner);
+        for (int64_t m = 0; bias && m < d.mg; ++m) VectorMap(yg + m * d.ypos, d.ypos).array() += bias[g * d.mg + m];
+      }
     }
-  }
-  if (const float* bias = bias_of(c)) {
-    parallel_for(d.n * d.m, 1, c.ctx.threads, [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p) VectorMap(py + p * d.ypos, d.ypos).array() += bias[p % d.m];
-    });
-  }
+  });
 }
 
 void conv_transpose_backward(const GradCall& c) {
@@ -316,22 +262,28 @@ void conv_transpose_backward(const GradCall& c) {
   const float* wt = dx ? c.in[1]->data<float>() : nullptr;
   if (c.din.size() > 2 && c.din[2]) bias_grad(dy, d.n, d.m, d.ypos, c.din[2]->data<float>(), c.ctx.threads);
   if (!dx && !dw) return;
-  if (dw) std::fill_n(dw, c.din[1]->numel(), 0.0f);
   const int64_t rows = d.mg * d.k;
-  Array col;
-  if (!d.pointwise) col = Array(DType::F32, {rows, d.xpos}, *c.ctx.allocator, MemoryKind::Transients);
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t g = 0; g < d.g; ++g) {
-      const float* src = dy + (n * d.m + g * d.mg) * d.ypos;
-      if (!d.pointwise) {
-        im2col(d.w, src, d.mg, col.data<float>(), c.ctx.threads);
-        src = col.data<float>();
+  const ImageSplit split = split_images(d.n, c.ctx.threads);
+  PartSums dws(dw, dw ? c.din[1]->numel() : 0, dw ? split.parts : 1, c.ctx);
+  for_parts(split, c.ctx.threads, [&](int64_t part, int64_t first, int64_t end) {
+    Array col = d.pointwise ? Array() : transient({rows, d.xpos}, c.ctx);
+    for (int64_t n = first; n < end; ++n) {
+      for (int64_t g = 0; g < d.g; ++g) {
+        const float* src = dy + (n * d.m + g * d.mg) * d.ypos;
+        if (!d.pointwise) {
+          im2col(d.w, src, d.mg, col.data<float>(), split.inner);
+          src = col.data<float>();
+        }
+        const int64_t xoff = (n * d.c + g * d.cg) * d.xpos;
+        if (dx) gemm({.m = d.cg, .n = d.xpos, .k = rows}, 1.0f, wt + g * d.cg * rows, src, 0.0f, dx + xoff, split.inner);
+        if (dw) {
+          gemm({.m = d.cg, .n = rows, .k = d.xpos, .tb = true}, 1.0f, x + xoff, src, 1.0f, dws.part(part) + g * d.cg * rows,
+               split.inner);
+        }
       }
-      const int64_t xoff = (n * d.c + g * d.cg) * d.xpos;
-      if (dx) gemm({.m = d.cg, .n = d.xpos, .k = rows}, 1.0f, wt + g * d.cg * rows, src, 0.0f, dx + xoff);
-      if (dw) gemm({.m = d.cg, .n = rows, .k = d.xpos, .tb = true}, 1.0f, x + xoff, src, 1.0f, dw + g * d.cg * rows);
     }
-  }
+  });
+  dws.sum(c.ctx.threads);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // positions, K kernel elements; window(o) = the input positions output o reads (linear_window.h).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -28,7 +29,8 @@ Window pool_window(const Node& node, const Shape& x, const Shape& y) {
 int64_t plane_grain(int64_t elems) { return std::max<int64_t>(1, (1 << 14) / std::max<int64_t>(elems, 1)); }
 
 // ---- MaxPool: Y[o] = max over window(o) of X (padding excluded); the first maximum in window
-// order wins, a NaN always (PyTorch). Forward keeps the argmax A[o] (int64, the position in the
+// order wins, a NaN always (PyTorch). The selects are bit masks, not branches: on random data a
+// branch mispredicts every other tap. Forward keeps the argmax A[o] (int64, the position in the
 // plane: the extra the catalogue charges); dX[A[o]] += dY[o]. The optional Indices output is
 // the argmax flattened over all of X, its spatial part row-major (storage_order 0) or
 // column-major (1).
@@ -37,12 +39,13 @@ void maxpool_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   Array& y = *c.out[0];
   const Window w = pool_window(c.node, x.shape(), y.shape());
-  const int64_t in = w.in_size(), out = w.out_size(), k = w.kernel_size(), s = w.stride[2];
+  const int64_t in = w.in_size(), out = w.out_size(), k = w.kernel_size();
   const int64_t planes = x.dim(0) * x.dim(1);
   Array arg(DType::I64, y.shape(), *c.ctx.allocator, MemoryKind::Activations);
   const float* px = x.data<float>();
   float* py = y.data<float>();
   int64_t* pa = arg.data<int64_t>();
+  const int64_t s = w.stride[2];
   parallel_for(planes, plane_grain(k * out), c.ctx.threads, [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const float* xp = px + p * in;
@@ -52,13 +55,14 @@ void maxpool_forward(const OpCall& c) {
       std::fill_n(ap, out, int64_t{-1});
       for (int64_t j = 0; j < k; ++j) {
         for_rows(w, j, [&](int64_t orow, int64_t irow, int64_t a, int64_t b) {
+          float* yr = yp + orow;
+          int64_t* ar = ap + orow;
           for (int64_t o = a; o < b; ++o) {
             const int64_t i = irow + o * s;
             const float v = xp[i];
-            if (v > yp[orow + o] || std::isnan(v) || ap[orow + o] < 0) {
-              yp[orow + o] = v;
-              ap[orow + o] = i;
-            }
+            const int32_t take = -static_cast<int32_t>((v > yr[o]) | (v != v) | (ar[o] < 0));  // all ones or zero
+            yr[o] = std::bit_cast<float>((std::bit_cast<int32_t>(v) & take) | (std::bit_cast<int32_t>(yr[o]) & ~take));
+            ar[o] += (i - ar[o]) & take;
           }
         });
       }
