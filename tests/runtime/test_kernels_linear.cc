@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/import.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/executor.h"
 #include "tests/runtime/kernel_check.h"
 
 namespace tensoropt::test {
@@ -306,6 +309,54 @@ std::vector<KernelCase> linear_cases() {
 
 TEST_CASE("kernels: linear forward and backward") {
   for (const KernelCase& c : linear_cases()) check_kernel(c);
+}
+
+// In training the data operand of a first layer takes no gradient: backward then gets the data
+// operand alone (the weight is not kept) and must give the weight the same gradient as when both
+// take one (the harness, which differentiates every input, never leaves one out).
+TEST_CASE("kernels: linear weight gradient without the data gradient") {
+  struct Model {
+    std::string name;
+    ModelBuilder b;
+  };
+  std::vector<Model> models(5);
+  models[0].name = "MatMul";
+  models[0].b.input("x", {2, 3, 4}).floats("w", {4, 5}).node("MatMul", {"x", "w"}, {"y"}).output("y");
+  models[1].name = "Gemm";
+  models[1].b.input("x", {3, 4}).floats("w", {5, 4}).node("Gemm", {"x", "w"}, {"y"}).attr("transB", 1).output("y");
+  models[2].name = "Conv";
+  models[2].b.input("x", {2, 4, 5, 5}).floats("w", {4, 2, 3, 3}).node("Conv", {"x", "w"}, {"y"}).attr("group", 2);
+  models[2].b.attr("strides", Ints{2, 2}).output("y");
+  models[3].name = "ConvTranspose";
+  models[3].b.input("x", {2, 4, 3, 3}).floats("w", {4, 2, 3, 3}).node("ConvTranspose", {"x", "w"}, {"y"}).attr("group", 2);
+  models[3].b.attr("strides", Ints{2, 2}).output("y");
+  models[4].name = "Einsum";
+  models[4].b.input("x", {2, 3, 4}).floats("w", {5, 4}).node("Einsum", {"x", "w"}, {"y"}).attr_s("equation", "bij,kj->bki").output("y");
+  for (const Model& m : models) {
+    CAPTURE(m.name);
+    Graph g = import_onnx_bytes(m.b.bytes(), m.name, {});
+    std::vector<std::vector<float>> grads;
+    for (bool input_gradients : {false, true}) {
+      runtime::cpu::CpuBackend backend(2);
+      auto array = [&](const Tensor& t, int64_t k) {
+        runtime::Array a(DType::F32, t.shape, backend.allocator(), runtime::MemoryKind::Inputs);
+        std::vector<double> v = pattern(a.numel(), k, 13, 0.125, 1);
+        for (int64_t i = 0; i < a.numel(); ++i) a.data<float>()[i] = static_cast<float>(v[static_cast<size_t>(i)]);
+        return a;
+      };
+      const int w = g.find("w"), y = g.find("y");
+      REQUIRE(g.tensors[static_cast<size_t>(w)].kind == TensorKind::Parameter);
+      std::map<int, runtime::Array> state{{w, array(g.tensors[static_cast<size_t>(w)], 5)}};
+      runtime::Executor ex(g, backend, state, {.input_gradients = input_gradients});
+      runtime::Array dy = array(g.tensors[static_cast<size_t>(y)], 7);
+      runtime::StepContext ctx{&backend.allocator(), true, 7, 1, 2};
+      ex.backward_from({array(g.tensors[static_cast<size_t>(g.find("x"))], 3)}, {&dy}, ctx);
+      const runtime::Array& dw = ex.gradient(w);
+      grads.emplace_back(dw.data<float>(), dw.data<float>() + dw.numel());
+    }
+    REQUIRE(grads[0].size() == grads[1].size());
+    for (size_t i = 0; i < grads[0].size(); ++i) CHECK(grads[0][i] == doctest::Approx(grads[1][i]).epsilon(1e-6));
+  }
 }
 
 }  // namespace tensoropt::test
