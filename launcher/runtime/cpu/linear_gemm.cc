@@ -45,8 +45,8 @@ void block_gemm(const GemmDims& d, float alpha, const float* a, int64_t lda, con
 void gemm(const GemmDims& d, float alpha, const float* a, const float* b, float beta, float* c, int threads) {
   if (d.m == 0 || d.n == 0) return;
   const int64_t lda = d.ta ? d.m : d.k, ldb = d.tb ? d.k : d.n;
-  // Each thread takes a slab of C's columns (or rows, when C is taller than wide), 16 wide so the
-  // slabs tile Eigen's micro-kernel, and multiplies it alone: no synchronisation but the join.
+  // Each thread takes a slab of C's columns (or rows, when C is taller than wide), slabs a multiple
+  // of Eigen's micro-kernel width, and multiplies it alone: no synchronisation but the join.
   constexpr int64_t kSlab = 16;
   const double macs = static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k);
   const bool by_cols = d.n >= d.m;
