@@ -3,6 +3,7 @@
 //
 // Shapes legend: r = rank, n = an axis' input size, i = an output position along it.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "launcher/runtime/cpu/layout_copy.h"
@@ -63,6 +64,7 @@ void slice_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   AxisMaps m = slice_maps(c.node, x.shape(), optional_input(c, 1), optional_input(c, 2), optional_input(c, 3),
                           optional_input(c, 4));
+  TO_CHECK(m.out() == c.out[0]->shape());
   gather_axes(m, x.raw(), c.out[0]->raw(), dtype_size(x.dtype()), /*fill=*/nullptr, c.ctx.threads);
 }
 
@@ -118,6 +120,7 @@ void pad_forward(const OpCall& c) {
   keep_inputs(c, {1, 3});
   const Array& x = *c.in[0];
   AxisMaps m = pad_maps(c.node, x.shape(), optional_input(c, 1), optional_input(c, 3));
+  TO_CHECK(m.out() == c.out[0]->shape());
   uint64_t fill = 0;
   const Array* value = optional_input(c, 2);
   if (value && value->numel() > 0) {
