@@ -54,6 +54,12 @@ void views(std::vector<KernelCase>& cases) {
     b.node("Transpose", {"r"}, {"y"}).attr("perm", std::vector<int64_t>{1, 0}).output("y");
     cases.push_back({.op = "Reshape", .name = "Reshape then Transpose", .model = b});
   }
+  {
+    // One row of 160 KB: its gradient copy is split over the threads.
+    ModelBuilder b;
+    b.input("x", {2, 100, 200}).node("Flatten", {"x"}, {"y"}).attr("axis", int64_t{0}).output("y");
+    cases.push_back({.op = "Flatten", .name = "Flatten axis 0, a long row", .model = b});
+  }
 }
 
 void transpose(std::vector<KernelCase>& cases) {
@@ -151,6 +157,13 @@ void slice(std::vector<KernelCase>& cases) {
     b.input("x", {3, 8, 4}).ints("starts", {2}).ints("ends", {7}).ints("axes", {1});
     b.node("Slice", {"x", "starts", "ends", "axes"}, {"y"}).output("y");
     cases.push_back({.op = "Slice", .name = "Slice rows [2,7) of the middle axis", .model = b});
+  }
+  {
+    // A single long row: the gradient's scatter splits the inner axis over the threads.
+    ModelBuilder b;
+    b.input("x", {1, 3000}).ints("starts", {5}).ints("ends", {-100}).ints("axes", {1});
+    b.node("Slice", {"x", "starts", "ends", "axes"}, {"y"}).output("y");
+    cases.push_back({.op = "Slice", .name = "Slice a long row", .model = b});
   }
   {
     ModelBuilder b(9);

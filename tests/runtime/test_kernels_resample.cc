@@ -145,6 +145,13 @@ void interpolated(std::vector<KernelCase>& cases) {
     cases.push_back({.op = "Resize", .name = "Resize cubic asymmetric, gradient", .model = b});
   }
   {
+    // The outermost axis resized: the gradient pass splits the long inner rows over the threads.
+    ModelBuilder b;
+    b.input("x", {2, 300}).ints("sizes", {5, 300}).node("Resize", {"x", "", "", "sizes"}, {"y"});
+    b.attr_s("mode", "linear").attr_s("coordinate_transformation_mode", "align_corners").output("y");
+    cases.push_back({.op = "Resize", .name = "Resize linear of the outer axis, gradient", .model = b});
+  }
+  {
     ModelBuilder b(9);
     b.input("x", {1, 1, 2, 2});
     scales(b, "sc", 2.0f, 2.0f).node("Upsample", {"x", "sc"}, {"y"}).attr_s("mode", "linear").output("y");

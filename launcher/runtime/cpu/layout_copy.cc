@@ -9,7 +9,9 @@ namespace tensoropt::runtime::cpu {
 namespace {
 
 constexpr int64_t kChunkBytes = 1 << 16;  // the least a thread is given to copy
-constexpr int64_t kTile = 32;             // permute's tile edge, in elements
+// permute's tiles: kTileA elements along the axis inner in dst by kTileB along the one inner in
+// src (the longer runs on the read side measured best), kTileA * kTileB elements in all.
+constexpr int64_t kTileA = 32, kTileB = 128;
 
 const char* bytes(const void* p) { return static_cast<const char*>(p); }
 char* bytes(void* p) { return static_cast<char*>(p); }
@@ -111,6 +113,9 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
     return;
   }
   // Tiles over A (src axis inner in dst) and B (src inner axis); the other axes index the tile.
+  // A tile is read row by row into a buffer and written out column by column, so both sides
+  // touch whole cache lines (a strided walk would alias in the cache at power-of-two strides).
+  // A short axis gets a long tile of the other.
   const auto A = static_cast<size_t>(p.perm[n - 1]), B = n - 1;
   std::vector<int64_t> other_dims, other_src, other_dst;
   for (size_t a = 0; a < n; ++a) {
@@ -120,10 +125,13 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
     other_dst.push_back(dst_of_src[a]);
   }
   const int64_t na = p.dims[A], nb = p.dims[B], sa = sst[A], db = dst_of_src[B];
-  const int64_t ta = (na + kTile - 1) / kTile, tb = (nb + kTile - 1) / kTile;
+  const int64_t tile_a = na < kTileA ? na : nb < kTileB ? std::min(na, kTileA * kTileB / nb) : kTileA;
+  const int64_t tile_b = std::min(nb, kTileA * kTileB / tile_a);
+  const int64_t ta = (na + tile_a - 1) / tile_a, tb = (nb + tile_b - 1) / tile_b;
   const int64_t items = numel(other_dims) * ta * tb;
-  parallel_for(items, grain_for(kTile * kTile * static_cast<int64_t>(sizeof(T))), threads, [&](int64_t lo, int64_t hi) {
+  parallel_for(items, grain_for(tile_a * tile_b * static_cast<int64_t>(sizeof(T))), threads, [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> idx(other_dims.size());
+    std::vector<T> buf(static_cast<size_t>(tile_a * tile_b));
     for (int64_t it = lo; it < hi; ++it) {
       int64_t ib = it % tb, ia = (it / tb) % ta;
       decode(it / (tb * ta), other_dims, idx);
@@ -132,11 +140,13 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
         s0 += idx[k] * other_src[k];
         d0 += idx[k] * other_dst[k];
       }
-      int64_t a0 = ia * kTile, a1 = std::min(na, a0 + kTile), b0 = ib * kTile, b1 = std::min(nb, b0 + kTile);
-      for (int64_t b = b0; b < b1; ++b) {
-        T* d = dst + d0 + b * db;
-        const T* s = src + s0 + b;
-        for (int64_t a = a0; a < a1; ++a) d[a] = s[a * sa];
+      const int64_t a0 = ia * tile_a, la = std::min(na - a0, tile_a), b0 = ib * tile_b, lb = std::min(nb - b0, tile_b);
+      for (int64_t a = 0; a < la; ++a) {
+        std::memcpy(&buf[static_cast<size_t>(a * tile_b)], src + s0 + (a0 + a) * sa + b0, static_cast<size_t>(lb) * sizeof(T));
+      }
+      for (int64_t b = 0; b < lb; ++b) {
+        T* d = dst + d0 + (b0 + b) * db + a0;
+        for (int64_t a = 0; a < la; ++a) d[a] = buf[static_cast<size_t>(a * tile_b + b)];
       }
     }
   });

@@ -38,8 +38,8 @@ void fill_elements(void* dst, int64_t n, const void* value, int64_t esize, int t
 
 // dst = src with its axes permuted (Transpose): dst axis j is src axis perm[j]. Size-1 axes are
 // dropped and axes that stay neighbours merged first; then rows are copied whole when the inner
-// axis stays inner, else 32 x 32 tiles of the two inner axes are transposed (both sides touch
-// whole cache lines).
+// axis stays inner, else tiles of the two inner axes are transposed through a buffer (both
+// sides touch whole cache lines).
 void permute(const void* src, const Shape& src_shape, const std::vector<int64_t>& perm, void* dst, int64_t esize,
              int threads);
 

@@ -103,6 +103,11 @@ AlongAxis along_axis(const Node& node, const Shape& data, const Shape& indices) 
       w.post_st.push_back(st[k]);
     }
   }
+  for (int a = 0; a < r; ++a) {
+    if (a != w.axis && indices[static_cast<size_t>(a)] > data[static_cast<size_t>(a)]) {
+      kernel_error(node, "indices " + shape_str(indices) + " exceed data " + shape_str(data) + " off the axis");
+    }
+  }
   w.pre = numel(w.pre_dims);
   w.post = numel(w.post_dims);
   w.len = indices[static_cast<size_t>(w.axis)];
