@@ -1,7 +1,7 @@
 // CPU kernels of graph/ops/layout.cc (see kernels.h): the views (Reshape, Flatten, Squeeze,
 // Unsqueeze), Transpose, Concat, Split, Expand, Tile and Trilu here; Slice and Pad in
-// layout_slice.cc; Gather, GatherElements, ScatterND and OneHot in layout_gather.cc. Forward moves
-// any dtype by element size; backward is float32.
+// layout_slice.cc; Gather, GatherElements, ScatterND and OneHot in layout_gather.cc; first the
+// helpers layout_kernels.h declares. Forward moves any dtype by element size; backward is float32.
 //
 // Shapes legend: r = rank, N = output elements, outer/inner = elements before/after an axis.
 #include <algorithm>
@@ -61,9 +61,6 @@ int norm_axis(int64_t axis, int rank) { return static_cast<int>(axis < 0 ? axis 
 
 namespace {
 
-int64_t outer_of(const Shape& s, int axis) { return numel(Shape(s.begin(), s.begin() + axis)); }
-int64_t inner_of(const Shape& s, int axis) { return numel(Shape(s.begin() + axis + 1, s.end())); }
-
 // ---- Reshape, Flatten, Squeeze, Unsqueeze: out = x under another shape. The executor makes the
 // output a view of the input (aliases_input), so forward has nothing to do; dx = dout.
 void view_forward(const OpCall&) {}
@@ -116,7 +113,8 @@ void concat_backward(const GradCall& c) {
   int64_t off = 0;
   for (size_t i = 0; i < c.din.size(); ++i) {
     int64_t len = c.in_shapes[i][static_cast<size_t>(axis)] * inner * es;
-    if (c.din[i]) copy_rows(static_cast<const char*>(dy.raw()) + off, row, c.din[i]->raw(), len, outer, len, c.ctx.threads);
+    const char* block = static_cast<const char*>(dy.raw()) + off;
+    if (c.din[i]) copy_rows(block, row, c.din[i]->raw(), len, outer, len, c.ctx.threads);
     off += len;
   }
 }
@@ -144,7 +142,8 @@ void split_forward(const OpCall& c) {
   int64_t off = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
     int64_t len = sizes[k] * inner * es;
-    if (c.out[k]) copy_rows(static_cast<const char*>(x.raw()) + off, row, c.out[k]->raw(), len, outer, len, c.ctx.threads);
+    const char* block = static_cast<const char*>(x.raw()) + off;
+    if (c.out[k]) copy_rows(block, row, c.out[k]->raw(), len, outer, len, c.ctx.threads);
     off += len;
   }
 }
@@ -213,11 +212,13 @@ void tile_backward(const GradCall& c) {
 
 // ---- Trilu(x, k?; upper): on each [R, C] matrix of the two inner axes, out[i, j] = x[i, j] where
 // j - i >= k (upper, the default) or j - i <= k (lower), else 0; dx = dout masked the same way.
-void trilu(const Node& n, const Array* k_input, const void* src, void* dst, const Shape& shape, int64_t es, int threads) {
+void trilu(const Node& n, const Array* k_input, const void* src, void* dst, const Shape& shape, int64_t es,
+           int threads) {
   std::vector<int64_t> kv = ints_of(k_input);
   const int64_t k = kv.empty() ? 0 : kv[0];
   const bool upper = n.attr_int("upper", 1) != 0;
-  const int64_t rows_per = shape[shape.size() - 2], cols = shape.back(), rows = numel(shape) / std::max<int64_t>(cols, 1);
+  const int64_t rows_per = shape[shape.size() - 2], cols = shape.back();
+  const int64_t rows = numel(shape) / std::max<int64_t>(cols, 1);
   parallel_for(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(cols, 1)), threads, [&](int64_t lo, int64_t hi) {
     for (int64_t r = lo; r < hi; ++r) {
       int64_t i = r % rows_per;

@@ -129,7 +129,8 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
   const int64_t tile_b = std::min(nb, kTileA * kTileB / tile_a);
   const int64_t ta = (na + tile_a - 1) / tile_a, tb = (nb + tile_b - 1) / tile_b;
   const int64_t items = numel(other_dims) * ta * tb;
-  parallel_for(items, grain_for(tile_a * tile_b * static_cast<int64_t>(sizeof(T))), threads, [&](int64_t lo, int64_t hi) {
+  const int64_t grain = grain_for(tile_a * tile_b * static_cast<int64_t>(sizeof(T)));
+  parallel_for(items, grain, threads, [&](int64_t lo, int64_t hi) {
     std::vector<int64_t> idx(other_dims.size());
     std::vector<T> buf(static_cast<size_t>(tile_a * tile_b));
     for (int64_t it = lo; it < hi; ++it) {
@@ -142,7 +143,8 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
       }
       const int64_t a0 = ia * tile_a, la = std::min(na - a0, tile_a), b0 = ib * tile_b, lb = std::min(nb - b0, tile_b);
       for (int64_t a = 0; a < la; ++a) {
-        std::memcpy(&buf[static_cast<size_t>(a * tile_b)], src + s0 + (a0 + a) * sa + b0, static_cast<size_t>(lb) * sizeof(T));
+        const T* s = src + s0 + (a0 + a) * sa + b0;
+        std::memcpy(&buf[static_cast<size_t>(a * tile_b)], s, static_cast<size_t>(lb) * sizeof(T));
       }
       for (int64_t b = 0; b < lb; ++b) {
         T* d = dst + d0 + (b0 + b) * db + a0;
@@ -205,7 +207,8 @@ void copy_rows(const void* src, int64_t src_stride, void* dst, int64_t dst_strid
   parallel_for(rows * segments, grain_for(seg), threads, [&](int64_t lo, int64_t hi) {
     for (int64_t it = lo; it < hi; ++it) {
       int64_t r = it / segments, b0 = (it % segments) * seg, len = std::min(seg, row_bytes - b0);
-      if (len > 0) std::memcpy(bytes(dst) + r * dst_stride + b0, bytes(src) + r * src_stride + b0, static_cast<size_t>(len));
+      if (len <= 0) continue;
+      std::memcpy(bytes(dst) + r * dst_stride + b0, bytes(src) + r * src_stride + b0, static_cast<size_t>(len));
     }
   });
 }
@@ -229,8 +232,9 @@ void fill_elements(void* dst, int64_t n, const void* value, int64_t esize, int t
 
 void permute(const void* src, const Shape& src_shape, const std::vector<int64_t>& perm, void* dst, int64_t esize,
              int threads) {
+  const int64_t n = numel(src_shape);
+  if (n == 0) return;
   Permutation p = coalesce(src_shape, perm);
-  int64_t n = numel(src_shape);
   bool identity = true;
   for (size_t a = 0; a < p.perm.size(); ++a) identity = identity && p.perm[a] == static_cast<int64_t>(a);
   if (identity) {

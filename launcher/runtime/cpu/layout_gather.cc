@@ -14,9 +14,6 @@
 namespace tensoropt::runtime::cpu {
 namespace {
 
-int64_t outer_of(const Shape& s, int axis) { return numel(Shape(s.begin(), s.begin() + axis)); }
-int64_t inner_of(const Shape& s, int axis) { return numel(Shape(s.begin() + axis + 1, s.end())); }
-
 // Index i of `indices` in [0, dim), counting negative ones from the end.
 int64_t checked_index(const Node& node, const Array& indices, int64_t i, int64_t dim) {
   int64_t v = index_at(indices, i);
@@ -45,7 +42,8 @@ void gather_forward(const OpCall& c) {
   const int64_t row = inner * dtype_size(x.dtype());
   const char* src = static_cast<const char*>(x.raw());
   char* dst = static_cast<char*>(c.out[0]->raw());
-  parallel_for(outer * K, std::max<int64_t>(1, 16384 / std::max<int64_t>(row, 1)), c.ctx.threads, [&](int64_t lo, int64_t hi) {
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(row, 1));
+  parallel_for(outer * K, grain, c.ctx.threads, [&](int64_t lo, int64_t hi) {
     for (int64_t it = lo; it < hi; ++it) {
       int64_t o = it / K, k = it % K;
       std::memcpy(dst + it * row, src + (o * A + idx[static_cast<size_t>(k)]) * row, static_cast<size_t>(row));
@@ -120,7 +118,8 @@ AlongAxis along_axis(const Node& node, const Shape& data, const Shape& indices) 
 // the positions off the axis.
 template <typename Fn>
 void for_each_along(const AlongAxis& w, int threads, Fn&& fn) {
-  parallel_for(w.pre * w.post, std::max<int64_t>(1, 4096 / std::max<int64_t>(w.len, 1)), threads, [&](int64_t lo, int64_t hi) {
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(w.len, 1));
+  parallel_for(w.pre * w.post, grain, threads, [&](int64_t lo, int64_t hi) {
     for (int64_t m = lo; m < hi; ++m) {
       const int64_t p = m / w.post, q = m % w.post;
       int64_t base = 0, rest = p;
@@ -141,7 +140,9 @@ void gather_elements_forward(const OpCall& c) {
     using T = decltype(t);
     const T* s = static_cast<const T*>(x.raw());
     T* d = static_cast<T*>(c.out[0]->raw());
-    for_each_along(w, c.ctx.threads, [&](int64_t k, int64_t base) { d[k] = s[base + idx[static_cast<size_t>(k)] * w.axis_st]; });
+    for_each_along(w, c.ctx.threads, [&](int64_t k, int64_t base) {
+      d[k] = s[base + idx[static_cast<size_t>(k)] * w.axis_st];
+    });
   });
 }
 
@@ -154,7 +155,9 @@ void gather_elements_backward(const GradCall& c) {
   fill_elements(dx.raw(), dx.numel(), &zero, sizeof(float), c.ctx.threads);
   const float* dy = c.dout[0]->data<float>();
   float* g = dx.data<float>();
-  for_each_along(w, c.ctx.threads, [&](int64_t k, int64_t base) { g[base + idx[static_cast<size_t>(k)] * w.axis_st] += dy[k]; });
+  for_each_along(w, c.ctx.threads, [&](int64_t k, int64_t base) {
+    g[base + idx[static_cast<size_t>(k)] * w.axis_st] += dy[k];
+  });
 }
 
 // ---- ScatterND(data, indices, updates; reduction): indices [.., q] name T = K / q slices of data
@@ -174,7 +177,10 @@ Slices slices_of(const Node& node, const Shape& data, const Array& indices) {
   Slices s{{}, numel(Shape(data.begin() + q, data.end()))};
   for (int64_t t = 0; t < indices.numel() / q; ++t) {
     int64_t b = 0;
-    for (int64_t a = 0; a < q; ++a) b = b * data[static_cast<size_t>(a)] + checked_index(node, indices, t * q + a, data[static_cast<size_t>(a)]);
+    for (int64_t a = 0; a < q; ++a) {
+      const int64_t dim = data[static_cast<size_t>(a)];
+      b = b * dim + checked_index(node, indices, t * q + a, dim);
+    }
     s.base.push_back(b * s.size);
   }
   return s;
@@ -200,8 +206,8 @@ void scatter_nd_forward(const OpCall& c) {
   if (red == "none") {
     const int64_t es = dtype_size(x.dtype());
     for (size_t t = 0; t < s.base.size(); ++t) {
-      std::memcpy(static_cast<char*>(y.raw()) + s.base[t] * es, static_cast<const char*>(upd.raw()) + static_cast<int64_t>(t) * s.size * es,
-                  static_cast<size_t>(s.size * es));
+      const char* u = static_cast<const char*>(upd.raw()) + static_cast<int64_t>(t) * s.size * es;
+      std::memcpy(static_cast<char*>(y.raw()) + s.base[t] * es, u, static_cast<size_t>(s.size * es));
     }
     return;
   }
@@ -212,7 +218,7 @@ void scatter_nd_forward(const OpCall& c) {
     case DType::F64: scatter_combine(s, upd.data<double>(), y.data<double>(), add); break;
     case DType::I64: scatter_combine(s, upd.data<int64_t>(), y.data<int64_t>(), add); break;
     case DType::I32: scatter_combine(s, upd.data<int32_t>(), y.data<int32_t>(), add); break;
-    default: kernel_error(c.node, "reduction '" + red + "' of " + std::string(dtype_name(x.dtype())) + " data is not supported");
+    default: kernel_error(c.node, "reduction '" + red + "' of " + std::string(dtype_name(x.dtype())) + " is not supported");
   }
 }
 
@@ -250,7 +256,7 @@ int64_t index_value(const Node& node, const Array& a, int64_t i) {
     case DType::I64: case DType::I32: return index_at(a, i);
     case DType::F32: return static_cast<int64_t>(a.data<float>()[i]);
     case DType::F64: return static_cast<int64_t>(a.data<double>()[i]);
-    default: kernel_error(node, std::string("indices of type ") + std::string(dtype_name(a.dtype())) + " are not supported");
+    default: kernel_error(node, "indices of type " + std::string(dtype_name(a.dtype())) + " are not supported");
   }
 }
 

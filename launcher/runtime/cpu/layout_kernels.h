@@ -1,6 +1,6 @@
 // The layout family's files, each registered from register_layout (layout.cc), and what their
-// kernels share with the resampling kernels: reading constant operands and keeping them for
-// backward.
+// kernels share with the resampling and shape kernels: reading constant operands, keeping them
+// for backward, and a few shape helpers.
 //
 // Keeping operands: a backward may read only what the catalogue saves, and for most data-movement
 // ops that is nothing, yet Slice's starts, Pad's pads, Resize's scales or ScatterND's indices
@@ -34,6 +34,10 @@ std::vector<int64_t> ints_of(const Array* a);
 // The bits of one element of dtype t holding `real` (float types) or `integer` (integer types and
 // bool), in the low dtype_size(t) bytes; false for float16 and bfloat16.
 bool element_bits(DType t, double real, int64_t integer, uint64_t& bits);
+
+// Elements before and after an axis: a shape seen as [outer, shape[axis], inner].
+inline int64_t outer_of(const Shape& s, int axis) { return numel(Shape(s.begin(), s.begin() + axis)); }
+inline int64_t inner_of(const Shape& s, int axis) { return numel(Shape(s.begin() + axis + 1, s.end())); }
 
 // axis + rank when negative (the catalogue has checked the range at import).
 int norm_axis(int64_t axis, int rank);

@@ -126,7 +126,7 @@ void pad_forward(const OpCall& c) {
   if (value && value->numel() > 0) {
     if (value->dtype() != x.dtype()) kernel_error(c.node, "constant_value is not of the data's type");
     std::memcpy(&fill, value->raw(), static_cast<size_t>(dtype_size(x.dtype())));
-  } else if (!element_bits(x.dtype(), c.node.attr_float("value", 0.0), static_cast<int64_t>(c.node.attr_float("value", 0.0)), fill)) {
+  } else if (double v = c.node.attr_float("value", 0.0); !element_bits(x.dtype(), v, static_cast<int64_t>(v), fill)) {
     kernel_error(c.node, std::string("cannot pad ") + std::string(dtype_name(x.dtype())) + " data");
   }
   gather_axes(m, x.raw(), c.out[0]->raw(), dtype_size(x.dtype()), &fill, c.ctx.threads);

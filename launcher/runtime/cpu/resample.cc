@@ -19,7 +19,9 @@
 // are refused.
 //
 // Shapes legend: [pre, in, post] around the resized axis, out = its output size.
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <cstring>
 #include <string>
 
@@ -46,15 +48,20 @@ ResizeSpec resize_spec(const Node& n, const Shape& in, const Shape& out, const A
   r.nearest = upsample ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");
   r.cubic_a = n.attr_float("cubic_coeff_a", -0.75);
   r.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
-  if (r.mode != "nearest" && r.mode != "linear" && (upsample || r.mode != "cubic")) kernel_error(n, "mode '" + r.mode + "' is not supported");
-  if (r.coord != "half_pixel" && r.coord != "pytorch_half_pixel" && r.coord != "align_corners" && r.coord != "asymmetric" &&
-      r.coord != "tf_half_pixel_for_nn") {
+  auto one_of = [](const std::string& v, std::initializer_list<const char*> allowed) {
+    return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
+  };
+  if (!one_of(r.mode, {"nearest", "linear", "cubic"}) || (upsample && r.mode == "cubic")) {
+    kernel_error(n, "mode '" + r.mode + "' is not supported");
+  }
+  if (!one_of(r.coord, {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"})) {
     kernel_error(n, "coordinate_transformation_mode '" + r.coord + "' is not supported");
   }
-  if (r.nearest != "round_prefer_floor" && r.nearest != "round_prefer_ceil" && r.nearest != "floor" && r.nearest != "ceil") {
+  if (!one_of(r.nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})) {
     kernel_error(n, "nearest_mode '" + r.nearest + "' is not supported");
   }
-  if (n.attr_int("antialias", 0) != 0 || n.attr("axes") || n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
+  if (n.attr_int("antialias", 0) != 0 || n.attr("axes") ||
+      n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
     kernel_error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
   }
   if (sizes && sizes->numel() > 0) {
@@ -69,14 +76,18 @@ ResizeSpec resize_spec(const Node& n, const Shape& in, const Shape& out, const A
     kernel_error(n, "no scales");
   }
   for (size_t a = 0; a < in.size(); ++a) {
-    if (upsample && r.mode == "nearest" && r.scales[a] < 1) kernel_error(n, "Upsample nearest with a scale below 1 is not supported");
+    if (upsample && r.mode == "nearest" && r.scales[a] < 1) {
+      kernel_error(n, "Upsample nearest with a scale below 1 is not supported");
+    }
   }
   return r;
 }
 
 double source_coord(const ResizeSpec& r, int64_t x, double scale, int64_t in, int64_t out) {
   const auto xd = static_cast<double>(x);
-  if (r.coord == "align_corners") return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (r.coord == "align_corners") {
+    return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  }
   if (r.coord == "asymmetric") return xd / scale;
   if (r.coord == "tf_half_pixel_for_nn") return (xd + 0.5) / scale;
   if (r.coord == "pytorch_half_pixel" && out == 1) return 0.0;
@@ -97,7 +108,9 @@ AxisMaps nearest_maps(const ResizeSpec& r, const Shape& in, const Shape& out) {
   AxisMaps m{in, {}};
   for (size_t a = 0; a < in.size(); ++a) {
     std::vector<int64_t> map(static_cast<size_t>(out[a]));
-    for (int64_t x = 0; x < out[a]; ++x) map[static_cast<size_t>(x)] = nearest_index(r, source_coord(r, x, r.scales[a], in[a], out[a]), in[a]);
+    for (int64_t x = 0; x < out[a]; ++x) {
+      map[static_cast<size_t>(x)] = nearest_index(r, source_coord(r, x, r.scales[a], in[a], out[a]), in[a]);
+    }
     m.map.push_back(std::move(map));
   }
   return m;
@@ -149,7 +162,8 @@ std::vector<AxisTaps> interp_taps(const ResizeSpec& r, const Shape& in, const Sh
 
 // dst[p, o, q] = sum_k weight[o, k] src[p, index[o, k], q].
 void interp_axis(const float* src, float* dst, int64_t pre, int64_t post, const AxisTaps& t, int threads) {
-  parallel_for(pre * t.out, std::max<int64_t>(1, 4096 / std::max<int64_t>(post, 1)), threads, [&](int64_t lo, int64_t hi) {
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(post, 1));
+  parallel_for(pre * t.out, grain, threads, [&](int64_t lo, int64_t hi) {
     for (int64_t row = lo; row < hi; ++row) {
       int64_t p = row / t.out, o = row % t.out;
       float* d = dst + row * post;
@@ -185,9 +199,6 @@ void interp_axis_backward(const float* dout, float* dsrc, int64_t pre, int64_t p
   });
 }
 
-int64_t pre_of(const Shape& s, int axis) { return numel(Shape(s.begin(), s.begin() + axis)); }
-int64_t post_of(const Shape& s, int axis) { return numel(Shape(s.begin() + axis + 1, s.end())); }
-
 void resize_forward(const OpCall& c) {
   // Scales are input 1 of Upsample, 2 of Resize; sizes input 3 of Resize.
   const int scales = c.node.op_type == "Upsample" ? 1 : 2;
@@ -196,7 +207,8 @@ void resize_forward(const OpCall& c) {
   Array& y = *c.out[0];
   ResizeSpec r = resize_spec(c.node, x.shape(), y.shape(), optional_input(c, scales), optional_input(c, 3));
   if (r.mode == "nearest") {
-    gather_axes(nearest_maps(r, x.shape(), y.shape()), x.raw(), y.raw(), dtype_size(x.dtype()), /*fill=*/nullptr, c.ctx.threads);
+    AxisMaps m = nearest_maps(r, x.shape(), y.shape());
+    gather_axes(m, x.raw(), y.raw(), dtype_size(x.dtype()), /*fill=*/nullptr, c.ctx.threads);
     return;
   }
   if (x.dtype() != DType::F32) kernel_error(c.node, "mode '" + r.mode + "' needs float32 data");
@@ -211,7 +223,8 @@ void resize_forward(const OpCall& c) {
     Shape next_shape = cur.shape();
     next_shape[static_cast<size_t>(t.axis)] = t.out;
     Array next = k + 1 == passes.size() ? y : Array(DType::F32, next_shape, *c.ctx.allocator, MemoryKind::Transients);
-    interp_axis(cur.data<float>(), next.data<float>(), pre_of(cur.shape(), t.axis), post_of(cur.shape(), t.axis), t, c.ctx.threads);
+    const int64_t pre = outer_of(cur.shape(), t.axis), post = inner_of(cur.shape(), t.axis);
+    interp_axis(cur.data<float>(), next.data<float>(), pre, post, t, c.ctx.threads);
     cur = next;
   }
 }
@@ -239,7 +252,8 @@ void resize_backward(const GradCall& c) {
   for (size_t k = passes.size(); k-- > 0;) {
     const AxisTaps& t = passes[k];
     Array prev = k == 0 ? dx : Array(DType::F32, shapes[k], *c.ctx.allocator, MemoryKind::Transients);
-    interp_axis_backward(g.data<float>(), prev.data<float>(), pre_of(shapes[k], t.axis), post_of(shapes[k], t.axis), t, c.ctx.threads);
+    const int64_t pre = outer_of(shapes[k], t.axis), post = inner_of(shapes[k], t.axis);
+    interp_axis_backward(g.data<float>(), prev.data<float>(), pre, post, t, c.ctx.threads);
     g = prev;
   }
 }

@@ -27,7 +27,9 @@ void constant_of_shape_forward(const OpCall& c) {
     integer = a->tensor->integer(0);
   }
   uint64_t bits = 0;
-  if (!element_bits(y.dtype(), real, integer, bits)) kernel_error(c.node, "cannot fill " + std::string(dtype_name(y.dtype())));
+  if (!element_bits(y.dtype(), real, integer, bits)) {
+    kernel_error(c.node, "cannot fill " + std::string(dtype_name(y.dtype())));
+  }
   fill_elements(y.raw(), y.numel(), &bits, dtype_size(y.dtype()), c.ctx.threads);
 }
 
@@ -40,8 +42,11 @@ void range_fill(const OpCall& c) {
   T* y = c.out[0]->data<T>();
   parallel_for(c.out[0]->numel(), 1 << 14, c.ctx.threads, [&](int64_t lo, int64_t hi) {
     for (int64_t k = lo; k < hi; ++k) {
-      if constexpr (std::is_floating_point_v<T>) y[k] = static_cast<T>(static_cast<double>(start) + static_cast<double>(k) * static_cast<double>(delta));
-      else y[k] = static_cast<T>(start + static_cast<T>(k) * delta);
+      if constexpr (std::is_floating_point_v<T>) {
+        y[k] = static_cast<T>(static_cast<double>(start) + static_cast<double>(k) * static_cast<double>(delta));
+      } else {
+        y[k] = static_cast<T>(start + static_cast<T>(k) * delta);
+      }
     }
   });
 }
