@@ -5,8 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <map>
 #include <numeric>
+#include <string>
+#include <vector>
 
+#include "graph/error.h"
+#include "graph/import.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/executor.h"
 #include "tests/runtime/kernel_check.h"
 
 namespace tensoropt::test {
@@ -354,6 +361,40 @@ std::vector<KernelCase> layout_cases() {
 
 TEST_CASE("kernels: layout forward and backward") {
   for (const KernelCase& c : layout_cases()) check_kernel(c);
+}
+
+TEST_CASE("kernels: layout refuses indices out of range, naming the node") {
+  // Data [3, 4]; indices ([2] for Gather, [1, 2] for GatherElements, axis 0) hold 1 and `bad`.
+  auto forward = [](const std::string& op, int64_t bad) {
+    ModelBuilder b;
+    b.input("d", {3, 4}).input("i", op == "Gather" ? std::vector<int64_t>{2} : std::vector<int64_t>{1, 2}, kInt64);
+    b.node(op, {"d", "i"}, {"y"}, "lookup").output("y");
+    Graph g = import_onnx_bytes(b.bytes(), op, {});
+    runtime::cpu::CpuBackend backend;
+    // The float data is zeros, wherever import classified it (a data input or a parameter).
+    auto make = [&](const Tensor& x, runtime::MemoryKind kind) {
+      runtime::Array a(x.dtype, x.shape, backend.allocator(), kind);
+      for (int64_t k = 0; k < a.numel(); ++k) {
+        if (x.dtype == DType::F32) a.data<float>()[k] = 0;
+        else a.data<int64_t>()[k] = k == 0 ? 1 : bad;
+      }
+      return a;
+    };
+    std::map<int, runtime::Array> state;
+    std::vector<runtime::Array> inputs;
+    for (size_t t = 0; t < g.tensors.size(); ++t) {
+      const Tensor& x = g.tensors[t];
+      if (x.kind == TensorKind::Parameter) state[static_cast<int>(t)] = make(x, runtime::MemoryKind::Parameters);
+    }
+    for (int t : g.inputs) inputs.push_back(make(g.tensors[static_cast<size_t>(t)], runtime::MemoryKind::Inputs));
+    runtime::Executor ex(g, backend, state);
+    ex.forward(inputs, runtime::StepContext{&backend.allocator(), false, 0, 1, 1});
+  };
+  CHECK_NOTHROW(forward("Gather", -3));
+  CHECK_THROWS_WITH_AS(forward("Gather", 3), doctest::Contains("'lookup' (Gather): index 3 out of range"), InputError);
+  CHECK_THROWS_WITH_AS(forward("Gather", -4), doctest::Contains("index -4 out of range for an axis of size 3"), InputError);
+  CHECK_NOTHROW(forward("GatherElements", -3));
+  CHECK_THROWS_WITH_AS(forward("GatherElements", 3), doctest::Contains("index 3 out of range"), InputError);
 }
 
 }  // namespace tensoropt::test
