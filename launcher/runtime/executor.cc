@@ -73,9 +73,12 @@ void Executor::plan() {
       for (size_t k = 0; k < n.inputs.size(); ++k) p.keep_input[k] = p.keep_input[k] || n.inputs[k] == s.tensor;
       for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.keep_output[k] || n.outputs[k] == s.tensor;
     }
-    // Backward runs in reverse order: the saved tensor is last needed by the earliest node.
+    // Backward runs in reverse order: a saved tensor is last needed by the earliest node that
+    // keeps it (nodes are visited in order, so the first to claim it is that node).
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (p.keep_input[k]) last_backward_use_[static_cast<size_t>(n.inputs[k])] = static_cast<int>(i);
+      if (p.keep_input[k] && last_backward_use_[static_cast<size_t>(n.inputs[k])] < 0) {
+        last_backward_use_[static_cast<size_t>(n.inputs[k])] = static_cast<int>(i);
+      }
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       if (p.keep_output[k] && last_backward_use_[static_cast<size_t>(n.outputs[k])] < 0) {
@@ -89,7 +92,10 @@ const Array& Executor::value(int t) const {
   auto it = values_.find(t);
   if (it != values_.end()) return it->second;
   auto st = state_.find(t);
-  TO_CHECK(st != state_.end());
+  if (st == state_.end()) {
+    throw InternalError("executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name + "' has no value (" +
+                        std::string(tensor_kind_name(g_.tensors[static_cast<size_t>(t)].kind)) + ")");
+  }
   return st->second;
 }
 

@@ -371,7 +371,7 @@ TEST_CASE("kernels: layout refuses indices out of range, naming the node") {
     b.node(op, {"d", "i"}, {"y"}, "lookup").output("y");
     Graph g = import_onnx_bytes(b.bytes(), op, {});
     runtime::cpu::CpuBackend backend;
-    // The float data is zeros, wherever import classified it (a data input or a parameter).
+    // The float data is zeros and the indices 1 and `bad`, wherever import classified them (data, parameter, buffer).
     auto make = [&](const Tensor& x, runtime::MemoryKind kind) {
       runtime::Array a(x.dtype, x.shape, backend.allocator(), kind);
       for (int64_t k = 0; k < a.numel(); ++k) {
@@ -384,7 +384,7 @@ TEST_CASE("kernels: layout refuses indices out of range, naming the node") {
     std::vector<runtime::Array> inputs;
     for (size_t t = 0; t < g.tensors.size(); ++t) {
       const Tensor& x = g.tensors[t];
-      if (x.kind == TensorKind::Parameter) state[static_cast<int>(t)] = make(x, runtime::MemoryKind::Parameters);
+      if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer) state[static_cast<int>(t)] = make(x, runtime::MemoryKind::Parameters);
     }
     for (int t : g.inputs) inputs.push_back(make(g.tensors[static_cast<size_t>(t)], runtime::MemoryKind::Inputs));
     runtime::Executor ex(g, backend, state);
