@@ -57,7 +57,9 @@ bool blocks_gradient(const Node& n) {
                                             "ArgMin", "NonZero", "Sign", "Round", "Floor", "Ceil"};
   if (ops.count(n.op_type)) return true;
   if (n.op_type == "Cast") {
-    auto to = dtype_from_onnx(static_cast<int>(n.attr_int("to", 0)));
+    const Attribute* a = n.attr("to");
+    if (!a || a->kind != Attribute::Kind::Int) return false;  // inference refuses it, naming the node
+    auto to = dtype_from_onnx(static_cast<int>(a->i));
     return !to || !dtype_is_float(*to);
   }
   return false;

@@ -11,6 +11,7 @@
 
 #include "graph/error.h"
 #include "graph/import_steps.h"
+#include "graph/op_catalogue.h"
 
 namespace tensoropt {
 namespace {
@@ -99,9 +100,7 @@ Graph rebatched(Graph g, const onnx::ModelProto& model, int64_t b0, int64_t batc
   return g;
 }
 
-}  // namespace
-
-Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
+Graph import_steps(const std::string& bytes, const std::string& label, const ImportOptions& options) {
   onnx::ModelProto model = parse(bytes, label);
   Graph g = graph_from_proto(model, label);
   classify_inputs(g, options.frozen);
@@ -114,6 +113,18 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& label, cons
   if (options.onnx_cross_check) cross_check(g, onnx_reference(model, g));
   finish_static(g);
   return g;
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
+  try {
+    return import_steps(bytes, label, options);
+  } catch (const OpError& e) {
+    // A catalogue check reached outside a node's inference (an attribute of the wrong type read
+    // while classifying): still the model's fault.
+    throw InputError(label + ": " + e.what());
+  }
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
