@@ -124,8 +124,8 @@ void sub_backward(const GradCall& c) {
 void mul_forward(const OpCall& c) { binary_forward(c, [](auto a, auto b) { return mul(a, b); }); }
 void mul_backward(const GradCall& c) {
   Broadcast bc = pair_of(c);
-  if (c.din[0]) operand_gradient(c, 0, bc, f32(nullptr), f32(c.in[1]), [](float, float b, float g) { return g * b; });
-  if (c.din[1]) operand_gradient(c, 1, bc, f32(c.in[0]), f32(nullptr), [](float a, float, float g) { return g * a; });
+  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(nullptr), f32(c.in[1]), [](float, float b, float g) { return g * b; });
+  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(nullptr), [](float a, float, float g) { return g * a; });
 }
 
 // ---- Div: y = a / b; da = dy / b, db = -dy·a / b².
@@ -141,8 +141,8 @@ void div_forward(const OpCall& c) {
 }
 void div_backward(const GradCall& c) {
   Broadcast bc = pair_of(c);
-  if (c.din[0]) operand_gradient(c, 0, bc, f32(nullptr), f32(c.in[1]), [](float, float b, float g) { return g / b; });
-  if (c.din[1]) operand_gradient(c, 1, bc, f32(c.in[0]), f32(c.in[1]), [](float a, float b, float g) { return -g * a / (b * b); });
+  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(nullptr), f32(c.in[1]), [](float, float b, float g) { return g / b; });
+  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(c.in[1]), [](float a, float b, float g) { return -g * a / (b * b); });
 }
 
 // ---- Pow: y = a^b (the exponent converted to a's dtype); da = dy·b·a^(b-1) (0 where b = 0),
@@ -178,12 +178,12 @@ void pow_backward(const GradCall& c) {
   Array e = exponent_as_base(c.node, *c.in[0], *c.in[1], c.ctx);
   Broadcast bc = pair_of(c);
   if (c.din[0]) {
-    operand_gradient(c, 0, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
+    operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
       return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f);
     });
   }
   if (c.din[1]) {
-    operand_gradient(c, 1, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
+    operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
       return a == 0.0f && b >= 0.0f ? 0.0f : g * std::pow(a, b) * std::log(a);
     });
   }
@@ -232,8 +232,8 @@ void extremum_backward(const GradCall& c) {
   auto wins = [](float x, float other, float g) {
     return x == other ? 0.5f * g : (kMax ? x > other : x < other) ? g : 0.0f;
   };
-  if (c.din[0]) operand_gradient(c, 0, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(a, b, g); });
-  if (c.din[1]) operand_gradient(c, 1, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(b, a, g); });
+  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(a, b, g); });
+  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(b, a, g); });
 }
 
 // ---- Sum, Mean (one or more inputs): y = x0 + ... + xn (Mean: divided by n);
@@ -274,8 +274,8 @@ void prelu_backward(const GradCall& c) {
     kernel_error(c.node, "PRelu's input gradient needs x, which the catalogue saves only when the slope takes a gradient too");
   }
   Broadcast bc = pair_of(c);
-  if (c.din[0]) operand_gradient(c, 0, bc, f32(c.in[0]), f32(c.in[1]), [](float x, float s, float g) { return x > 0.0f ? g : s * g; });
-  if (c.din[1]) operand_gradient(c, 1, bc, f32(c.in[0]), f32(nullptr), [](float x, float, float g) { return x > 0.0f ? 0.0f : x * g; });
+  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(c.in[1]), [](float x, float s, float g) { return x > 0.0f ? g : s * g; });
+  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(nullptr), [](float x, float, float g) { return x > 0.0f ? 0.0f : x * g; });
 }
 
 }  // namespace

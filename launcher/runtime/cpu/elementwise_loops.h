@@ -95,12 +95,12 @@ void reduce_to_operand(const Broadcast& b, int k, const float* g, float* d, int 
 template <class T, class TY, class Op>
 void apply2(const Array& a, const Array& b, Array& y, int threads, const Op& op);
 
-// din[k] = f(a, b, dy) at every output element, summed onto operand k's shape (overwrites it).
-// `bc` has two operands, a and b, as the forward broadcast them; a null one (a tensor backward was
-// not given because f does not read it) reads as T{}. A broadcast operand's terms go through a
-// Transients workspace of the output's shape.
+// dx = f(a, b, dy) at every output element, summed onto the shape of bc's operand k (0: a, 1: b;
+// overwrites dx). `bc` has two operands, a and b, as the forward broadcast them; a null one (a
+// tensor backward was not given because f does not read it) reads as T{}. A broadcast operand's
+// terms go through a Transients workspace of the output's shape.
 template <class TA, class TB, class F>
-void operand_gradient(const GradCall& c, int k, const Broadcast& bc, const TA* a, const TB* b, F f);
+void operand_gradient(const GradCall& c, Array& dx, int k, const Broadcast& bc, const TA* a, const TB* b, F f);
 
 // dst = src converted element by element (same shape): integers wrap as C++ converts them; a float
 // into an integer truncates toward zero, NaN gives 0 and the range saturates; into bool, nonzero
@@ -166,8 +166,7 @@ void apply2(const Array& a, const Array& b, Array& y, int threads, const Op& op)
 }
 
 template <class TA, class TB, class F>
-void operand_gradient(const GradCall& c, int k, const Broadcast& bc, const TA* a, const TB* b, F f) {
-  Array& dx = *c.din[static_cast<size_t>(k)];
+void operand_gradient(const GradCall& c, Array& dx, int k, const Broadcast& bc, const TA* a, const TB* b, F f) {
   const float* dy = c.dout[0]->data<float>();
   Array work;
   float* t = dx.data<float>();
