@@ -174,6 +174,12 @@ void binary_cases(std::vector<KernelCase>& cases) {
   }
   {
     ModelBuilder b;
+    b.input("a", {2, 3}).node("Constant", {}, {"three"}).attr_f("value_float", 3.0f).node("Pow", {"a", "three"}, {"y"}).output("y");
+    cases.push_back({.op = "Pow", .name = "Pow cube", .model = b, .values = {{"a", kX}},
+                     .expect = {{"y", {-4.91300011, -0.216000021, 0.00800000038, 0.0911249891, 1.33100009, 12.1669998}}}});
+  }
+  {
+    ModelBuilder b;
     b.input("a", {3}).input("e", {}, kInt64).node("Pow", {"a", "e"}, {"y"}).output("y");
     cases.push_back({.op = "Pow", .name = "Pow float ^ int64", .model = b, .values = {{"a", {1.5, 2, -3}}, {"e", {3}}},
                      .expect = {{"y", {3.375, 8, -27}}}});

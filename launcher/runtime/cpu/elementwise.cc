@@ -41,7 +41,9 @@ template <class T>
 T clip_bound(const OpCall& c, size_t input, const char* attr, T fallback) {
   if (input < c.in.size() && c.in[input]) {
     const Array& b = *c.in[input];
-    if (b.numel() != 1 || b.dtype() != c.in[0]->dtype()) kernel_error(c.node, std::string(attr) + " is not a scalar of the input's dtype");
+    if (b.numel() != 1 || b.dtype() != c.in[0]->dtype()) {
+      kernel_error(c.node, std::string(attr) + " is not a scalar of the input's dtype");
+    }
     return b.data<T>()[0];
   }
   if constexpr (std::is_floating_point_v<T>) return static_cast<T>(c.node.attr_float(attr, static_cast<double>(fallback)));
@@ -55,8 +57,9 @@ void clip_values(const OpCall& c) {
   const T* x = c.in[0]->data<T>();
   T* y = c.out[0]->data<T>();
   parallel_for(c.out[0]->numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo_i, int64_t hi_i) {
+#pragma omp simd
     for (int64_t i = lo_i; i < hi_i; ++i) {
-      T v = x[i] < lo ? lo : x[i];
+      const T v = x[i] < lo ? lo : x[i];
       y[i] = v > hi ? hi : v;
     }
   });
@@ -86,7 +89,11 @@ void clip_backward(const GradCall& c) {
   const float* dy = c.dout[0]->data<float>();
   float* dx = c.din[0]->data<float>();
   parallel_for(c.din[0]->numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo_i, int64_t hi_i) {
-    for (int64_t i = lo_i; i < hi_i; ++i) dx[i] = x[i] >= lo && x[i] <= hi ? dy[i] : 0.0f;
+#pragma omp simd
+    for (int64_t i = lo_i; i < hi_i; ++i) {
+      const float v = x[i], g = dy[i];
+      dx[i] = v >= lo && v <= hi ? g : 0.0f;
+    }
   });
 }
 
@@ -94,9 +101,9 @@ void clip_backward(const GradCall& c) {
 // trains (StepContext::training), training_mode is true and ratio > 0 (the catalogue's rule; the
 // opset 7-11 forms have no training_mode and are always inactive). Active: element i is kept when
 // the top 24 bits of hash(seed, step, node, i) are >= ratio·2^24, so any shard can compute its
-// part of the same mask; y = kept ? x/(1 - ratio) : 0 (ratio = 1 drops everything, as PyTorch),
-// dx = kept ? dy/(1 - ratio) : 0. The state keeps the mask (1 byte per element) and the scale (4
-// bytes). Inactive: y = x, the mask output all true, dx = dy.
+// part of the same mask; y = x·(kept ? 1/(1 - ratio) : 0) and dx = dy·(kept ? 1/(1 - ratio) : 0),
+// multiplied as PyTorch does (ratio = 1 drops everything). The state keeps the mask (1 byte per
+// element) and the scale (4 bytes). Inactive: y = x, the mask output all true, dx = dy.
 uint64_t splitmix64(uint64_t z) {
   z += 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -139,7 +146,7 @@ void dropout_forward(const OpCall& c) {
     for (int64_t i = lo; i < hi; ++i) {
       const bool keep = (splitmix64(key + static_cast<uint64_t>(i)) >> 40) >= threshold;
       pm[i] = keep;
-      py[i] = keep ? px[i] * s : 0.0f;
+      py[i] = px[i] * (keep ? s : 0.0f);
     }
   });
   if (mask_out) copy_bytes(mask, *mask_out, c.ctx.threads);
@@ -153,7 +160,8 @@ void dropout_backward(const GradCall& c) {
   const float* dy = c.dout[0]->data<float>();
   float* dx = c.din[0]->data<float>();
   parallel_for(c.din[0]->numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) dx[i] = mask[i] ? dy[i] * s : 0.0f;
+#pragma omp simd
+    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * (mask[i] ? s : 0.0f);
   });
 }
 

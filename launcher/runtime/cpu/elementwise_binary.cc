@@ -76,7 +76,8 @@ void fold_forward(const OpCall& c, const Op& op) {
   if (c.in.size() == 1) {
     const T* x = c.in[0]->data<T>();
     T* py = y.data<T>();
-    parallel_for(y.numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo, int64_t hi) { std::copy(x + lo, x + hi, py + lo); });
+    parallel_for(y.numel(), kElementwiseGrain, c.ctx.threads,
+                 [&](int64_t lo, int64_t hi) { std::copy(x + lo, x + hi, py + lo); });
     return;
   }
   apply2<T, T>(*c.in[0], *c.in[1], y, c.ctx.threads, op);
@@ -142,11 +143,14 @@ void div_forward(const OpCall& c) {
 void div_backward(const GradCall& c) {
   Broadcast bc = pair_of(c);
   if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(nullptr), f32(c.in[1]), [](float, float b, float g) { return g / b; });
-  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(c.in[1]), [](float a, float b, float g) { return -g * a / (b * b); });
+  if (c.din[1]) {
+    operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(c.in[1]), [](float a, float b, float g) { return -g * a / (b * b); });
+  }
 }
 
 // ---- Pow: y = a^b (the exponent converted to a's dtype); da = dy·b·a^(b-1) (0 where b = 0),
-// db = dy·a^b·ln a (0 where a = 0 and b >= 0), as PyTorch.
+// db = dy·a^b·ln a (0 where a = 0 and b >= 0), as PyTorch. A scalar exponent 2 or 3 (x², x³ in
+// decomposed LayerNorm and GELU) multiplies instead of calling pow.
 Array exponent_as_base(const Node& node, const Array& base, const Array& exponent, const StepContext& ctx) {
   if (exponent.dtype() == base.dtype()) return exponent;
   Array e(base.dtype(), exponent.shape(), *ctx.allocator, MemoryKind::Transients);
@@ -154,37 +158,55 @@ Array exponent_as_base(const Node& node, const Array& base, const Array& exponen
   return e;
 }
 
+// The exponent's value when it is a single 2 or 3, else 0.
+template <class T>
+int small_exponent(const Array& e) {
+  if (e.numel() != 1) return 0;
+  const T v = e.data<T>()[0];
+  return v == T{2} ? 2 : v == T{3} ? 3 : 0;
+}
+
 void pow_forward(const OpCall& c) {
   if (c.in.size() != 2) kernel_error(c.node, "takes exactly two inputs");
   Array e = exponent_as_base(c.node, *c.in[0], *c.in[1], c.ctx);
-  dispatch_numeric(c.in[0]->dtype(), c.node, false, [&](auto tag) {
+  const Array& a = *c.in[0];
+  Array& y = *c.out[0];
+  dispatch_numeric(a.dtype(), c.node, false, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
-      apply2<T, T>(*c.in[0], e, *c.out[0], c.ctx.threads, [](T a, T b) {
-        int64_t p = saturate_to_int64(std::pow(static_cast<double>(a), static_cast<double>(b)));
-        return static_cast<T>(std::clamp<int64_t>(p, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+      apply2<T, T>(a, e, y, c.ctx.threads, [](T x, T p) {
+        int64_t r = saturate_to_int64(std::pow(static_cast<double>(x), static_cast<double>(p)));
+        return static_cast<T>(std::clamp<int64_t>(r, std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
       });
-    } else if (e.numel() == 1 && e.data<T>()[0] == T{2}) {
-      apply2<T, T>(*c.in[0], e, *c.out[0], c.ctx.threads, [](T a, T) { return a * a; });
-    } else if (e.numel() == 1 && e.data<T>()[0] == T{0.5}) {
-      apply2<T, T>(*c.in[0], e, *c.out[0], c.ctx.threads, [](T a, T) { return std::sqrt(a); });
+    } else if (small_exponent<T>(e) == 2) {
+      apply2<T, T>(a, e, y, c.ctx.threads, [](T x, T) { return x * x; });
+    } else if (small_exponent<T>(e) == 3) {
+      apply2<T, T>(a, e, y, c.ctx.threads, [](T x, T) { return x * x * x; });
     } else {
-      apply2<T, T>(*c.in[0], e, *c.out[0], c.ctx.threads, [](T a, T b) { return std::pow(a, b); });
+      apply2<T, T>(a, e, y, c.ctx.threads, [](T x, T p) { return std::pow(x, p); });
     }
   });
 }
+
 void pow_backward(const GradCall& c) {
   require_f32(c.node, *c.in[0], "the base");
   Array e = exponent_as_base(c.node, *c.in[0], *c.in[1], c.ctx);
   Broadcast bc = pair_of(c);
-  if (c.din[0]) {
-    operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
-      return b == 0.0f ? 0.0f : g * b * std::pow(a, b - 1.0f);
+  const float* a = f32(c.in[0]);
+  if (c.din[0] && small_exponent<float>(e) == 2) {
+    operand_gradient(c, *c.din[0], 0, bc, a, f32(nullptr), [](float x, float, float g) { return 2.0f * x * g; });
+  } else if (c.din[0] && small_exponent<float>(e) == 3) {
+    operand_gradient(c, *c.din[0], 0, bc, a, f32(nullptr), [](float x, float, float g) { return 3.0f * x * x * g; });
+  } else if (c.din[0]) {
+    operand_gradient(c, *c.din[0], 0, bc, a, f32(&e), [](float x, float p, float g) {
+      float d = g * p * std::pow(x, p - 1.0f);
+      return p == 0.0f ? 0.0f : d;
     });
   }
   if (c.din[1]) {
-    operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(&e), [](float a, float b, float g) {
-      return a == 0.0f && b >= 0.0f ? 0.0f : g * std::pow(a, b) * std::log(a);
+    operand_gradient(c, *c.din[1], 1, bc, a, f32(&e), [](float x, float p, float g) {
+      float d = g * std::pow(x, p) * std::log(x);
+      return x == 0.0f && p >= 0.0f ? 0.0f : d;
     });
   }
 }
@@ -230,10 +252,13 @@ void extremum_backward(const GradCall& c) {
   if (c.in.size() != 2) kernel_error(c.node, "the gradient of Max and Min is implemented for two inputs");
   Broadcast bc = pair_of(c);
   auto wins = [](float x, float other, float g) {
-    return x == other ? 0.5f * g : (kMax ? x > other : x < other) ? g : 0.0f;
+    float half = 0.5f * g;
+    return x == other ? half : (kMax ? x > other : x < other) ? g : 0.0f;
   };
-  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(a, b, g); });
-  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(c.in[1]), [&](float a, float b, float g) { return wins(b, a, g); });
+  const float* a = f32(c.in[0]);
+  const float* b = f32(c.in[1]);
+  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, a, b, [&](float x, float other, float g) { return wins(x, other, g); });
+  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, a, b, [&](float other, float x, float g) { return wins(x, other, g); });
 }
 
 // ---- Sum, Mean (one or more inputs): y = x0 + ... + xn (Mean: divided by n);
@@ -274,8 +299,19 @@ void prelu_backward(const GradCall& c) {
     kernel_error(c.node, "PRelu's input gradient needs x, which the catalogue saves only when the slope takes a gradient too");
   }
   Broadcast bc = pair_of(c);
-  if (c.din[0]) operand_gradient(c, *c.din[0], 0, bc, f32(c.in[0]), f32(c.in[1]), [](float x, float s, float g) { return x > 0.0f ? g : s * g; });
-  if (c.din[1]) operand_gradient(c, *c.din[1], 1, bc, f32(c.in[0]), f32(nullptr), [](float x, float, float g) { return x > 0.0f ? 0.0f : x * g; });
+  const float* x = f32(c.in[0]);
+  if (c.din[0]) {
+    operand_gradient(c, *c.din[0], 0, bc, x, f32(c.in[1]), [](float v, float s, float g) {
+      float h = s * g;
+      return v > 0.0f ? g : h;
+    });
+  }
+  if (c.din[1]) {
+    operand_gradient(c, *c.din[1], 1, bc, x, f32(nullptr), [](float v, float, float g) {
+      float h = v * g;
+      return v > 0.0f ? 0.0f : h;
+    });
+  }
 }
 
 }  // namespace

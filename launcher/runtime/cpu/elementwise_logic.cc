@@ -59,7 +59,10 @@ void where_copy(const OpCall& c) {
     const T* xx = px + off[1];
     const T* yy = py + off[2];
     T* oo = po + pos;
-    for (int64_t i = 0; i < len; ++i) oo[i] = cc[i * sc] ? xx[i * sx] : yy[i * sy];
+    for (int64_t i = 0; i < len; ++i) {
+      const T xv = xx[i * sx], yv = yy[i * sy];  // both loaded: a select, not a branch
+      oo[i] = cc[i * sc] ? xv : yv;
+    }
   });
 }
 

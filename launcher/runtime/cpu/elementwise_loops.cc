@@ -58,37 +58,25 @@ bool Broadcast::shared_rows(int k) const {
   return false;
 }
 
-namespace {
+namespace detail {
 
-// Adds segment [pos, pos + len) of g onto the operand at `off`.
-void add_segment(const float* g, float* d, bool contiguous, int64_t len) {
+void add_terms(const float* t, float* d, bool contiguous, int64_t len) {
   if (contiguous) {
 #pragma omp simd
-    for (int64_t i = 0; i < len; ++i) d[i] += g[i];
+    for (int64_t i = 0; i < len; ++i) d[i] += t[i];
     return;
   }
   float s = 0;
 #pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < len; ++i) s += g[i];
+  for (int64_t i = 0; i < len; ++i) s += t[i];
   *d += s;
 }
 
-}  // namespace
-
-void reduce_to_operand(const Broadcast& b, int k, const float* g, float* d, int threads, Allocator& allocator) {
+void split_rows(const Broadcast& b, int k, float* d, int threads, Allocator& allocator,
+                const std::function<void(float* target, int64_t r0, int64_t r1)>& add_rows) {
   const int64_t n = b.operand_numel(k), rows = b.rows();
-  if (b.full(k)) {
-    parallel_for(n, kElementwiseGrain, threads, [&](int64_t lo, int64_t hi) { std::copy(g + lo, g + hi, d + lo); });
-    return;
-  }
   std::fill(d, d + n, 0.0f);
   if (rows == 0) return;
-  const bool contiguous = b.contiguous(k);
-  auto add_rows = [&](float* target, int64_t r0, int64_t r1) {
-    b.segments(r0 * b.inner(), r1 * b.inner(), [&](const int64_t* off, int64_t pos, int64_t len) {
-      add_segment(g + pos, target + off[k], contiguous, len);
-    });
-  };
   if (!b.shared_rows(k)) {
     // Every row lands on its own elements: split the rows among threads.
     parallel_for(rows, std::max<int64_t>(1, kElementwiseGrain / b.inner()), threads,
@@ -108,8 +96,14 @@ void reduce_to_operand(const Broadcast& b, int k, const float* g, float* d, int 
     for (int64_t p = p0; p < p1; ++p) add_rows(p == 0 ? d : pc + (p - 1) * n, p * rows / parts, (p + 1) * rows / parts);
   });
   parallel_for(n, kElementwiseGrain, threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = 1; p < parts; ++p) add_segment(pc + (p - 1) * n + lo, d + lo, true, hi - lo);
+    for (int64_t p = 1; p < parts; ++p) add_terms(pc + (p - 1) * n + lo, d + lo, true, hi - lo);
   });
+}
+
+}  // namespace detail
+
+void reduce_to_operand(const Broadcast& b, int k, const float* g, float* d, int threads, Allocator& allocator) {
+  reduce_terms(b, k, d, threads, allocator, [g](const int64_t*, int64_t pos, int64_t, float*) { return g + pos; });
 }
 
 namespace {
