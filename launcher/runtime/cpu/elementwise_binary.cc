@@ -60,7 +60,7 @@ void require_nonzero(const OpCall& c, const Array& b) {
 template <class Op>
 void binary_forward(const OpCall& c, const Op& op) {
   require_binary(c);
-  dispatch_numeric(c.in[0]->dtype(), c.node, false, [&](auto tag) {
+  dispatch_numeric<false>(c.in[0]->dtype(), c.node, [&](auto tag) {
     using T = decltype(tag);
     apply2<T, T>(*c.in[0], *c.in[1], *c.out[0], c.ctx.threads, [&](T a, T b) { return op(a, b); });
   });
@@ -171,7 +171,7 @@ void pow_forward(const OpCall& c) {
   Array e = exponent_as_base(c.node, *c.in[0], *c.in[1], c.ctx);
   const Array& a = *c.in[0];
   Array& y = *c.out[0];
-  dispatch_numeric(a.dtype(), c.node, false, [&](auto tag) {
+  dispatch_numeric<false>(a.dtype(), c.node, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       apply2<T, T>(a, e, y, c.ctx.threads, [](T x, T p) {
@@ -242,7 +242,7 @@ void mod_backward(const GradCall& c) {
 template <bool kMax>
 void extremum_forward(const OpCall& c) {
   if (c.in.size() < 2) kernel_error(c.node, "takes at least two inputs");
-  dispatch_numeric(c.in[0]->dtype(), c.node, false, [&](auto tag) {
+  dispatch_numeric<false>(c.in[0]->dtype(), c.node, [&](auto tag) {
     using T = decltype(tag);
     fold_forward<T>(c, [](T a, T b) { return kMax ? max_of(a, b) : min_of(a, b); });
   });
@@ -264,7 +264,7 @@ void extremum_backward(const GradCall& c) {
 // ---- Sum, Mean (one or more inputs): y = x0 + ... + xn (Mean: divided by n);
 // dxk = dy (Mean: dy / n).
 void sum_forward(const OpCall& c) {
-  dispatch_numeric(c.out[0]->dtype(), c.node, false, [&](auto tag) {
+  dispatch_numeric<false>(c.out[0]->dtype(), c.node, [&](auto tag) {
     using T = decltype(tag);
     fold_forward<T>(c, [](T a, T b) { return add(a, b); });
   });

@@ -17,7 +17,7 @@ namespace {
 template <class Op>
 void compare_forward(const OpCall& c, const Op& op) {
   if (c.in[0]->dtype() != c.in[1]->dtype()) kernel_error(c.node, "the two inputs have different dtypes");
-  dispatch_numeric(c.in[0]->dtype(), c.node, true, [&](auto tag) {
+  dispatch_numeric<true>(c.in[0]->dtype(), c.node, [&](auto tag) {
     using T = decltype(tag);
     apply2<T, uint8_t>(*c.in[0], *c.in[1], *c.out[0], c.ctx.threads,
                        [&](T a, T b) { return static_cast<uint8_t>(op(a, b)); });
@@ -44,7 +44,18 @@ void not_forward(const OpCall& c) {
   });
 }
 
-// ---- Where: out = cond ? x : y, elements moved as bytes of x's width.
+// ---- Where: out = cond ? x : y, elements moved as bytes of x's width. A segment reads each
+// operand contiguously or repeats one element, the steps known at compile time (both sides
+// loaded: a blend, not a branch).
+template <bool SC, bool SX, bool SY, class T>
+void where_segment(const uint8_t* c, const T* x, const T* y, T* out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const T xv = x[SX ? i : 0], yv = y[SY ? i : 0];
+    out[i] = c[SC ? i : 0] ? xv : yv;
+  }
+}
+
 template <class T>
 void where_copy(const OpCall& c) {
   Array& out = *c.out[0];
@@ -53,15 +64,21 @@ void where_copy(const OpCall& c) {
   const T* px = static_cast<const T*>(c.in[1]->raw());
   const T* py = static_cast<const T*>(c.in[2]->raw());
   T* po = static_cast<T*>(out.raw());
-  const int64_t sc = bc.contiguous(0), sx = bc.contiguous(1), sy = bc.contiguous(2);
+  const int steps = (bc.contiguous(0) ? 4 : 0) + (bc.contiguous(1) ? 2 : 0) + (bc.contiguous(2) ? 1 : 0);
   for_each_segment(bc, c.ctx.threads, [&](const int64_t* off, int64_t pos, int64_t len) {
-    const uint8_t* cc = pc + off[0];
-    const T* xx = px + off[1];
-    const T* yy = py + off[2];
-    T* oo = po + pos;
-    for (int64_t i = 0; i < len; ++i) {
-      const T xv = xx[i * sx], yv = yy[i * sy];  // both loaded: a select, not a branch
-      oo[i] = cc[i * sc] ? xv : yv;
+    const uint8_t* sc = pc + off[0];
+    const T* sx = px + off[1];
+    const T* sy = py + off[2];
+    T* so = po + pos;
+    switch (steps) {
+      case 0: return where_segment<false, false, false>(sc, sx, sy, so, len);
+      case 1: return where_segment<false, false, true>(sc, sx, sy, so, len);
+      case 2: return where_segment<false, true, false>(sc, sx, sy, so, len);
+      case 3: return where_segment<false, true, true>(sc, sx, sy, so, len);
+      case 4: return where_segment<true, false, false>(sc, sx, sy, so, len);
+      case 5: return where_segment<true, false, true>(sc, sx, sy, so, len);
+      case 6: return where_segment<true, true, false>(sc, sx, sy, so, len);
+      default: return where_segment<true, true, true>(sc, sx, sy, so, len);
     }
   });
 }

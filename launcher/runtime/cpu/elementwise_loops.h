@@ -34,16 +34,16 @@ constexpr int64_t kElementwiseGrain = 1 << 14;
 constexpr int64_t kTermBlock = 1024;
 
 // Calls fn(T{}) with T the C++ element type of `t` among float, double, int64_t, int32_t (and
-// uint8_t for bool and uint8 when `with_bytes`); any other dtype is a kernel_error naming the node.
-template <class Fn>
-void dispatch_numeric(DType t, const Node& node, bool with_bytes, Fn&& fn) {
+// uint8_t for bool and uint8 when kWithBytes); any other dtype is a kernel_error naming the node.
+template <bool kWithBytes, class Fn>
+void dispatch_numeric(DType t, const Node& node, Fn&& fn) {
   switch (t) {
     case DType::F32: fn(float{}); return;
     case DType::F64: fn(double{}); return;
     case DType::I64: fn(int64_t{}); return;
     case DType::I32: fn(int32_t{}); return;
     case DType::Bool: case DType::U8:
-      if (with_bytes) {
+      if constexpr (kWithBytes) {
         fn(uint8_t{});
         return;
       }

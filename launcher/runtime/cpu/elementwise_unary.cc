@@ -34,7 +34,8 @@ enum class Grad : uint8_t { FromInput, FromOutput, FromNothing, None };
 
 struct Unary {
   std::function<void(const float* x, float* y, int64_t n)> forward;
-  std::function<void(const float* s, const float* dy, float* dx, int64_t n)> backward;  // s: x, y or dy
+  // s: x, y or (FromNothing) dy itself. Empty for Grad::None.
+  std::function<void(const float* s, const float* dy, float* dx, int64_t n)> backward;
 };
 
 struct Entry {
@@ -322,6 +323,7 @@ const Entry kTable[] = {
 
 // Elements per block: a few passes over a block stay in the L1/L2 cache.
 constexpr int64_t kBlock = 4096;
+
 template <class T>
 void integer_forward(const OpCall& c, int64_t (*f)(int64_t)) {
   const T* x = c.in[0]->data<T>();
@@ -354,7 +356,9 @@ void unary_backward(const GradCall& c, const Entry& e) {
   require_f32(c.node, *c.dout[0], "the output gradient");
   Unary u = e.make(c.node);
   const float* dy = c.dout[0]->data<float>();
-  const float* s = e.grad == Grad::FromInput ? c.in[0]->data<float>() : e.grad == Grad::FromOutput ? c.out[0]->data<float>() : dy;
+  const float* s = dy;
+  if (e.grad == Grad::FromInput) s = c.in[0]->data<float>();
+  if (e.grad == Grad::FromOutput) s = c.out[0]->data<float>();
   float* dx = c.din[0]->data<float>();
   for_blocks(c.din[0]->numel(), c.ctx.threads, [&](int64_t lo, int64_t len) { u.backward(s + lo, dy + lo, dx + lo, len); });
 }
