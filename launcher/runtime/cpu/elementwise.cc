@@ -59,8 +59,8 @@ void clip_values(const OpCall& c) {
   parallel_for(c.out[0]->numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo_i, int64_t hi_i) {
 #pragma omp simd
     for (int64_t i = lo_i; i < hi_i; ++i) {
-      const T v = x[i] < lo ? lo : x[i];
-      y[i] = v > hi ? hi : v;
+      const T v = pick(x[i] < lo, lo, x[i]);
+      y[i] = pick(v > hi, hi, v);
     }
   });
   if constexpr (std::is_same_v<T, float>) {
@@ -92,7 +92,7 @@ void clip_backward(const GradCall& c) {
 #pragma omp simd
     for (int64_t i = lo_i; i < hi_i; ++i) {
       const float v = x[i], g = dy[i];
-      dx[i] = v >= lo && v <= hi ? g : 0.0f;
+      dx[i] = pick((v >= lo) & (v <= hi), g, 0.0f);
     }
   });
 }
@@ -146,7 +146,7 @@ void dropout_forward(const OpCall& c) {
     for (int64_t i = lo; i < hi; ++i) {
       const bool keep = (splitmix64(key + static_cast<uint64_t>(i)) >> 40) >= threshold;
       pm[i] = keep;
-      py[i] = px[i] * (keep ? s : 0.0f);
+      py[i] = px[i] * pick(keep, s, 0.0f);
     }
   });
   if (mask_out) copy_bytes(mask, *mask_out, c.ctx.threads);
@@ -161,7 +161,7 @@ void dropout_backward(const GradCall& c) {
   float* dx = c.din[0]->data<float>();
   parallel_for(c.din[0]->numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo, int64_t hi) {
 #pragma omp simd
-    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * (mask[i] ? s : 0.0f);
+    for (int64_t i = lo; i < hi; ++i) dx[i] = dy[i] * pick(mask[i] != 0, s, 0.0f);
   });
 }
 

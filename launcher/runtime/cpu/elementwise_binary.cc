@@ -39,9 +39,9 @@ T mul(T a, T b) {
 }
 // Max and Min keep NaN from either side.
 template <class T>
-T max_of(T a, T b) { return a != a || a > b ? a : b; }
+T max_of(T a, T b) { return pick((a != a) | (a > b), a, b); }
 template <class T>
-T min_of(T a, T b) { return a != a || a < b ? a : b; }
+T min_of(T a, T b) { return pick((a != a) | (a < b), a, b); }
 
 void require_binary(const OpCall& c) {
   if (c.in.size() != 2) kernel_error(c.node, "takes exactly two inputs");
@@ -199,14 +199,12 @@ void pow_backward(const GradCall& c) {
     operand_gradient(c, *c.din[0], 0, bc, a, f32(nullptr), [](float x, float, float g) { return 3.0f * x * x * g; });
   } else if (c.din[0]) {
     operand_gradient(c, *c.din[0], 0, bc, a, f32(&e), [](float x, float p, float g) {
-      float d = g * p * std::pow(x, p - 1.0f);
-      return p == 0.0f ? 0.0f : d;
+      return pick(p == 0.0f, 0.0f, g * p * std::pow(x, p - 1.0f));
     });
   }
   if (c.din[1]) {
     operand_gradient(c, *c.din[1], 1, bc, a, f32(&e), [](float x, float p, float g) {
-      float d = g * std::pow(x, p) * std::log(x);
-      return x == 0.0f && p >= 0.0f ? 0.0f : d;
+      return pick((x == 0.0f) & (p >= 0.0f), 0.0f, g * std::pow(x, p) * std::log(x));
     });
   }
 }
@@ -252,8 +250,7 @@ void extremum_backward(const GradCall& c) {
   if (c.in.size() != 2) kernel_error(c.node, "the gradient of Max and Min is implemented for two inputs");
   Broadcast bc = pair_of(c);
   auto wins = [](float x, float other, float g) {
-    float half = 0.5f * g;
-    return x == other ? half : (kMax ? x > other : x < other) ? g : 0.0f;
+    return pick(x == other, 0.5f * g, pick(kMax ? x > other : x < other, g, 0.0f));
   };
   const float* a = f32(c.in[0]);
   const float* b = f32(c.in[1]);
@@ -292,7 +289,7 @@ void mean_backward(const GradCall& c) { sum_gradients(c, 1.0f / static_cast<floa
 void prelu_forward(const OpCall& c) {
   require_binary(c);
   require_f32(c.node, *c.in[0], "the input");
-  apply2<float, float>(*c.in[0], *c.in[1], *c.out[0], c.ctx.threads, [](float x, float s) { return x > 0.0f ? x : s * x; });
+  apply2<float, float>(*c.in[0], *c.in[1], *c.out[0], c.ctx.threads, [](float x, float s) { return pick(x > 0.0f, x, s * x); });
 }
 void prelu_backward(const GradCall& c) {
   if (!c.in[0]) {
@@ -302,14 +299,12 @@ void prelu_backward(const GradCall& c) {
   const float* x = f32(c.in[0]);
   if (c.din[0]) {
     operand_gradient(c, *c.din[0], 0, bc, x, f32(c.in[1]), [](float v, float s, float g) {
-      float h = s * g;
-      return v > 0.0f ? g : h;
+      return pick(v > 0.0f, g, s * g);
     });
   }
   if (c.din[1]) {
     operand_gradient(c, *c.din[1], 1, bc, x, f32(nullptr), [](float v, float, float g) {
-      float h = v * g;
-      return v > 0.0f ? 0.0f : h;
+      return pick(v > 0.0f, 0.0f, v * g);
     });
   }
 }

@@ -101,9 +101,9 @@ void where_backward(const GradCall& c) {
   for (int k = 1; k <= 2; ++k) {
     if (!c.din[static_cast<size_t>(k)]) continue;
     Broadcast bc({c.in_shapes[0], c.in_shapes[static_cast<size_t>(k)]}, c.dout[0]->shape());
-    const bool pick = k == 1;
+    const bool taken = k == 1;
     operand_gradient(c, *c.din[static_cast<size_t>(k)], 1, bc, cond, static_cast<const float*>(nullptr),
-                     [pick](uint8_t t, float, float g) { return (t != 0) == pick ? g : 0.0f; });
+                     [taken](uint8_t t, float, float g) { return pick((t != 0) == taken, g, 0.0f); });
   }
 }
 

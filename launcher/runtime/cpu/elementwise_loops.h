@@ -2,8 +2,9 @@
 // output in contiguous segments, the sum of per-element gradient terms back onto a broadcast
 // operand, and dtype conversion (Cast). Family-private: only elementwise*.cc include it.
 //
-// Inner loops carry `#pragma omp simd`: at -O2 GCC vectorises nothing else, and a select whose
-// both sides are computed unconditionally then becomes a blend instead of a mispredicted branch.
+// Inner loops carry `#pragma omp simd` (at -O2 GCC vectorises nothing else) and make their float
+// selects with pick(): GCC sinks arithmetic into the arm of a ?: that uses it and then, under
+// -ftrapping-math, will not if-convert it, leaving a branch that mispredicts on random signs.
 //
 // Broadcast (numpy rules, operands aligned right): the output's axes are collapsed (size-1 axes
 // dropped, neighbours merged wherever every operand's strides run on) so the output is `rows`
@@ -16,9 +17,11 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "launcher/runtime/allocator.h"
@@ -51,6 +54,19 @@ void dispatch_numeric(DType t, const Node& node, Fn&& fn) {
     default: break;
   }
   kernel_error(node, "no CPU kernel for " + std::string(dtype_name(t)) + " operands");
+}
+
+// c ? a : b with both sides evaluated, as a bitwise blend for floats, so that it vectorises.
+// Combine conditions with & and |, not && and || (short-circuits are branches too).
+template <class T>
+inline T pick(bool c, T a, T b) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    using Bits = std::conditional_t<std::is_same_v<T, float>, uint32_t, uint64_t>;
+    const Bits m = Bits{0} - static_cast<Bits>(c);
+    return std::bit_cast<T>(static_cast<Bits>((std::bit_cast<Bits>(a) & m) | (std::bit_cast<Bits>(b) & ~m)));
+  } else {
+    return c ? a : b;
+  }
 }
 
 // REQUIRES: the array is float32; otherwise a kernel_error naming the node.

@@ -1,8 +1,8 @@
 // Unary elementwise kernels (graph/ops/elementwise.cc unary()): maths and activations as one
 // table. Each row: the forward y = f(x) and the backward dx = dy · f'(s), where s is the input x
 // or the output y as the catalogue saves it (its Keep). Smooth parts are Eigen array expressions
-// (exp, tanh, erf and friends vectorise); piecewise parts are `each` loops whose branches are all
-// computed, so the select vectorises instead of branching. Shapes: x, y, dy, dx all [N], handled
+// (exp, tanh, erf and friends vectorise); piecewise parts are `each` loops selecting with pick()
+// (elementwise_loops.h), so they vectorise instead of branching. Shapes: x, y, dy, dx all [N], handled
 // in blocks of kBlock. float32; Relu, Neg, Abs, Sign, Floor, Ceil and Round also take int64 and
 // int32 (as the catalogue folds them), forward only. Plus IsNaN and IsInf (bool out, no gradient).
 // Numerics follow PyTorch: Softplus is max(x,0) + log1p(exp(-|x|)), Elu, Selu and Celu use
@@ -85,19 +85,19 @@ Unary eigen(F f, G g) {
 const Entry kTable[] = {
     // Relu: y = max(x, 0) (NaN stays NaN); dx = dy where y > 0.
     {"Relu", Grad::FromOutput, [](const Node&) -> Unary {
-       return {[](const float* x, float* y, int64_t n) { each(x, y, n, [](float v) { return v < 0.0f ? 0.0f : v; }); },
+       return {[](const float* x, float* y, int64_t n) { each(x, y, n, [](float v) { return pick(v < 0.0f, 0.0f, v); }); },
                [](const float* y, const float* dy, float* dx, int64_t n) {
-                 each(y, dy, dx, n, [](float v, float g) { return v > 0.0f ? g : 0.0f; });
+                 each(y, dy, dx, n, [](float v, float g) { return pick(v > 0.0f, g, 0.0f); });
                }};
      }, [](int64_t v) { return v < 0 ? int64_t{0} : v; }},
     // LeakyRelu(alpha = 0.01): y = x > 0 ? x : alpha·x; dx = dy or alpha·dy.
     {"LeakyRelu", Grad::FromInput, [](const Node& n) -> Unary {
        float a = attr(n, "alpha", 0.01);
        return {[a](const float* x, float* y, int64_t m) {
-                 each(x, y, m, [a](float v) { float w = a * v; return v > 0.0f ? v : w; });
+                 each(x, y, m, [a](float v) { return pick(v > 0.0f, v, a * v); });
                },
                [a](const float* x, const float* dy, float* dx, int64_t m) {
-                 each(x, dy, dx, m, [a](float v, float g) { float w = a * g; return v > 0.0f ? g : w; });
+                 each(x, dy, dx, m, [a](float v, float g) { return pick(v > 0.0f, g, a * g); });
                }};
      }},
     // Sigmoid: y = 1 / (1 + e^-x); dx = dy·y·(1 - y).
@@ -141,7 +141,7 @@ const Entry kTable[] = {
     {"Abs", Grad::FromInput, [](const Node&) -> Unary {
        return {[](const float* x, float* y, int64_t n) { Out(y, n) = In(x, n).abs(); },
                [](const float* x, const float* dy, float* dx, int64_t n) {
-                 each(x, dy, dx, n, [](float v, float g) { float h = -g; return v > 0.0f ? g : v < 0.0f ? h : 0.0f; });
+                 each(x, dy, dx, n, [](float v, float g) { return pick(v > 0.0f, g, pick(v < 0.0f, -g, 0.0f)); });
                }};
      }, [](int64_t v) { return v < 0 ? wrap_neg(v) : v; }},
     // Floor, Ceil, Round (half to even), Sign: zero gradient, so none flows back.
@@ -164,7 +164,7 @@ const Entry kTable[] = {
        float a = attr(n, "alpha", 1.0);
        return {[a](const float* x, float* y, int64_t m) { Out(y, m) = In(x, m).max(0.0f) + a * In(x, m).min(0.0f).expm1(); },
                [a](const float* y, const float* dy, float* dx, int64_t m) {
-                 each(y, dy, dx, m, [a](float v, float g) { float h = g * (v + a); return v > 0.0f ? g : h; });
+                 each(y, dy, dx, m, [a](float v, float g) { return pick(v > 0.0f, g, g * (v + a)); });
                }};
      }},
     // Selu(alpha, gamma): y = gamma·(max(x, 0) + alpha·expm1(min(x, 0)));
@@ -175,7 +175,7 @@ const Entry kTable[] = {
                  Out(y, m) = g * (In(x, m).max(0.0f) + a * In(x, m).min(0.0f).expm1());
                },
                [a, g](const float* y, const float* dy, float* dx, int64_t m) {
-                 each(y, dy, dx, m, [a, g](float v, float d) { float p = g * d, q = d * (v + g * a); return v > 0.0f ? p : q; });
+                 each(y, dy, dx, m, [a, g](float v, float d) { return pick(v > 0.0f, g * d, d * (v + g * a)); });
                }};
      }},
     // HardSigmoid(alpha = 0.2, beta = 0.5): y = clamp(alpha·x + beta, 0, 1);
@@ -185,8 +185,8 @@ const Entry kTable[] = {
        return {[a, b](const float* x, float* y, int64_t m) { Out(y, m) = (a * In(x, m) + b).max(0.0f).min(1.0f); },
                [a, b](const float* x, const float* dy, float* dx, int64_t m) {
                  each(x, dy, dx, m, [a, b](float v, float g) {
-                   float t = a * v + b, p = a * g;
-                   return t > 0.0f && t < 1.0f ? p : 0.0f;
+                   const float t = a * v + b;
+                   return pick((t > 0.0f) & (t < 1.0f), a * g, 0.0f);
                  });
                }};
      }},
@@ -198,8 +198,7 @@ const Entry kTable[] = {
                },
                [](const float* x, const float* dy, float* dx, int64_t n) {
                  each(x, dy, dx, n, [](float v, float g) {
-                   float mid = g * (v * (1.0f / 3) + 0.5f);
-                   return v < -3.0f ? 0.0f : v <= 3.0f ? mid : g;
+                   return pick(v < -3.0f, 0.0f, pick(v <= 3.0f, g * (v * (1.0f / 3) + 0.5f), g));
                  });
                }};
      }},
@@ -231,9 +230,9 @@ const Entry kTable[] = {
     // ThresholdedRelu(alpha = 1): y = x > alpha ? x : 0; dx likewise from dy.
     {"ThresholdedRelu", Grad::FromInput, [](const Node& n) -> Unary {
        float a = attr(n, "alpha", 1.0);
-       return {[a](const float* x, float* y, int64_t m) { each(x, y, m, [a](float v) { return v > a ? v : 0.0f; }); },
+       return {[a](const float* x, float* y, int64_t m) { each(x, y, m, [a](float v) { return pick(v > a, v, 0.0f); }); },
                [a](const float* x, const float* dy, float* dx, int64_t m) {
-                 each(x, dy, dx, m, [a](float v, float g) { return v > a ? g : 0.0f; });
+                 each(x, dy, dx, m, [a](float v, float g) { return pick(v > a, g, 0.0f); });
                }};
      }},
     // Mish: y = x·tanh(softplus(x)); dx = dy·(t + x·sigmoid(x)·(1 - t²)), t = tanh(softplus(x))
@@ -252,10 +251,10 @@ const Entry kTable[] = {
     {"Shrink", Grad::FromInput, [](const Node& n) -> Unary {
        float b = attr(n, "bias", 0.0), l = attr(n, "lambd", 0.5);
        return {[b, l](const float* x, float* y, int64_t m) {
-                 each(x, y, m, [b, l](float v) { float lo = v + b, hi = v - b; return v < -l ? lo : v > l ? hi : 0.0f; });
+                 each(x, y, m, [b, l](float v) { return pick(v < -l, v + b, pick(v > l, v - b, 0.0f)); });
                },
                [l](const float* x, const float* dy, float* dx, int64_t m) {
-                 each(x, dy, dx, m, [l](float v, float g) { return v < -l || v > l ? g : 0.0f; });
+                 each(x, dy, dx, m, [l](float v, float g) { return pick((v < -l) | (v > l), g, 0.0f); });
                }};
      }},
     // Tan: dx = dy·(1 + y²).  Atan: dx = dy / (1 + x²).
