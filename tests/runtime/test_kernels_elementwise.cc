@@ -395,7 +395,8 @@ TEST_CASE("kernels: elementwise forward and backward") {
 
 namespace {
 
-// Forward of a model with float inputs `x` (and int64 `d` where present) at a given step.
+// The model's forward on `backend` at training step `step`: float32 and int64 inputs from `values`,
+// initializers and constants from the model.
 std::vector<runtime::Array> run_forward(const ModelBuilder& m, const std::map<std::string, Values>& values, int64_t step,
                                         runtime::cpu::CpuBackend& backend) {
   Graph g = import_onnx_bytes(m.bytes(), "test", {});
