@@ -16,11 +16,11 @@ using runtime::Array;
 using runtime::MemoryKind;
 
 Array make_array(const Tensor& x, const std::vector<double>& v, runtime::Backend& b, MemoryKind kind) {
-  Array a(x.dtype, x.shape, b.allocator(), kind);
+  Array a(runtime::runtime_dtype(x), x.shape, b.allocator(), kind);
   REQUIRE_MESSAGE(static_cast<int64_t>(v.size()) == a.numel(), "values for '" << x.name << "'");
   for (int64_t i = 0; i < a.numel(); ++i) {
     auto d = static_cast<size_t>(i);
-    switch (x.dtype) {
+    switch (a.dtype()) {
       case DType::F32: a.data<float>()[i] = static_cast<float>(v[d]); break;
       case DType::F64: a.data<double>()[i] = v[d]; break;
       case DType::I64: a.data<int64_t>()[i] = static_cast<int64_t>(v[d]); break;

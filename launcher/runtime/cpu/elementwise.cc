@@ -167,7 +167,38 @@ void dropout_backward(const GradCall& c) {
 
 // ---- Cast(to): y = x converted (convert() in elementwise_loops.h); between float dtypes
 // dx = dy converted back. Nothing flows back through an integer or bool side.
-void cast_forward(const OpCall& c) { convert(c.node, *c.in[0], *c.out[0], c.ctx.threads); }
+// The runtime holds every float tensor as float32 (array.h): a Cast to float16 or bfloat16
+// rounds the values to that type's precision, as the model asks, and keeps them in float32.
+float round_to_half(float v, bool bf16) {
+  if (bf16) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    if ((bits & 0x7f800000u) != 0x7f800000u) bits += 0x7fffu + ((bits >> 16) & 1u);  // to nearest even
+    bits &= 0xffff0000u;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  }
+  if (!std::isfinite(v)) return v;
+  float a = std::fabs(v);
+  if (a >= 65520.0f) return std::copysign(INFINITY, v);  // past float16's largest, 65504
+  int e = 0;
+  std::frexp(a, &e);
+  // float16 keeps 10 mantissa bits; below 2^-14 its quantum stays 2^-24 (subnormals).
+  float quantum = std::ldexp(1.0f, std::max(e - 1, -14) - 10);
+  return std::copysign(std::nearbyint(a / quantum) * quantum, v);
+}
+
+void cast_forward(const OpCall& c) {
+  convert(c.node, *c.in[0], *c.out[0], c.ctx.threads);
+  auto to = dtype_from_onnx(static_cast<int>(c.node.attr_int("to", 0)));
+  if (c.out[0]->dtype() == DType::F32 && to && (*to == DType::F16 || *to == DType::BF16)) {
+    float* y = c.out[0]->data<float>();
+    const bool bf16 = *to == DType::BF16;
+    parallel_for(c.out[0]->numel(), 1 << 14, c.ctx.threads, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) y[i] = round_to_half(y[i], bf16);
+    });
+  }
+}
 void cast_backward(const GradCall& c) { convert(c.node, *c.dout[0], *c.din[0], c.ctx.threads); }
 
 // ---- Identity: y is a view of x (aliases_input: the executor makes it); dx = dy.

@@ -10,12 +10,6 @@
 
 namespace tensoropt::runtime::cpu {
 
-void require_f32(const Node& node, const Array& a, const char* what) {
-  if (a.dtype() != DType::F32) {
-    kernel_error(node, std::string(what) + " is " + std::string(dtype_name(a.dtype())) + ": the CPU kernel takes float32");
-  }
-}
-
 Broadcast::Broadcast(const std::vector<Shape>& operands, const Shape& out) : numel_(tensoropt::numel(out)) {
   const size_t m = operands.size();
   std::vector<std::vector<int64_t>> full(m);

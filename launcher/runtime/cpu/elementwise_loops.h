@@ -69,8 +69,6 @@ inline T pick(bool c, T a, T b) {
   }
 }
 
-// REQUIRES: the array is float32; otherwise a kernel_error naming the node.
-void require_f32(const Node& node, const Array& a, const char* what);
 
 class Broadcast {
  public:

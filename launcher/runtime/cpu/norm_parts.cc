@@ -35,10 +35,6 @@ int node_axis(const Node& node, const char* key, int64_t fallback, int rank) {
   return static_cast<int>(a < 0 ? a + rank : a);
 }
 
-void require_f32(const Node& node, const Array& a, const char* what) {
-  if (a.dtype() != DType::F32) kernel_error(node, std::string(what) + " is " + a.str() + "; the CPU kernel takes float32");
-}
-
 Array keep_input(const OpCall& c, int i) {
   const Array& a = *c.in[static_cast<size_t>(i)];
   if (a.kind() == MemoryKind::Parameters || a.kind() == MemoryKind::Buffers) return a;

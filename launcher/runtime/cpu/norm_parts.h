@@ -32,8 +32,6 @@ double row_sum(const float* p, int64_t n, int64_t stride);
 // The int attribute `key` (default `fallback`) as an axis in [0, rank); kernel_error otherwise.
 int node_axis(const Node& node, const char* key, int64_t fallback, int rank);
 
-// kernel_error unless `a` is float32; `what` names the operand.
-void require_f32(const Node& node, const Array& a, const char* what);
 
 // Input `i` for backward, when the catalogue does not save it (a normalisation's scale, the
 // constant axes of a reduction). Parameters, buffers and constants live through the whole step,

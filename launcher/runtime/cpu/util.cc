@@ -81,6 +81,10 @@ void sum_to_shape(const float* grad_out, const Shape& out, float* grad_in, const
   for (int64_t k = 0; k < n_out; ++k) grad_in[broadcast_offset(k, out, bst)] += grad_out[k];
 }
 
+void require_f32(const Node& node, const Array& a, const char* what) {
+  if (a.dtype() != DType::F32) kernel_error(node, std::string(what) + " is " + a.str() + "; the CPU kernel takes float32");
+}
+
 int64_t index_at(const Array& a, int64_t i) {
   if (a.dtype() == DType::I64) return a.data<int64_t>()[i];
   if (a.dtype() == DType::I32) return a.data<int32_t>()[i];

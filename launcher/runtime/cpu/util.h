@@ -45,6 +45,10 @@ using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
 inline VectorMap vec(const Array& a) { return VectorMap(a.data<float>(), a.numel()); }
 inline ConstVectorMap cvec(const Array& a) { return ConstVectorMap(a.data<float>(), a.numel()); }
 
+// Refuses (kernel_error naming the node) an operand that is not float32: "<what> is int64[2,3];
+// the CPU kernel takes float32".
+void require_f32(const Node& node, const Array& a, const char* what);
+
 // Index tensors (Gather indices, labels) may be int64 or int32: element i as int64.
 int64_t index_at(const Array& a, int64_t i);
 
