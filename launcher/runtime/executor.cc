@@ -240,8 +240,12 @@ double Executor::train_step(const std::vector<Array>& inputs, const Array& targe
   double loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy)
                                                         : backend_.mse(y, target, &dy);
   if (requires_grad_[static_cast<size_t>(out)]) grads_[out] = std::move(dy);
-  // The other outputs (a BatchNormalization's running statistics, say) take no gradient.
-  for (size_t k = 1; k < g_.outputs.size(); ++k) values_.erase(g_.outputs[k]);
+  // The loss has read the outputs: keep only what a backward reads (the logits of a large
+  // vocabulary are as big as their gradient). The other outputs (a BatchNormalization's running
+  // statistics, say) take no gradient.
+  for (int t : g_.outputs) {
+    if (last_backward_use_[static_cast<size_t>(t)] < 0) values_.erase(t);
+  }
   run_backward(ctx);
   return loss;
 }
