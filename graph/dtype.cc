@@ -1,5 +1,8 @@
 #include "graph/dtype.h"
 
+#include <cmath>
+#include <cstring>
+
 namespace tensoropt {
 
 int64_t dtype_size(DType t) {
@@ -74,6 +77,19 @@ bool dtype_is_integral(DType t) {
     default:
       return false;
   }
+}
+
+double half_to_double(uint16_t h, bool bf16) {
+  if (bf16) {
+    uint32_t bits = static_cast<uint32_t>(h) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  double m = exp == 0 ? frac / 1024.0 * std::pow(2.0, -14) : (1 + frac / 1024.0) * std::pow(2.0, exp - 15);
+  if (exp == 31) m = frac ? std::nan("") : HUGE_VAL;
+  return sign ? -m : m;
 }
 
 }  // namespace tensoropt

@@ -21,6 +21,8 @@ std::optional<DType> dtype_from_onnx(int onnx_type);
 // Inverse of dtype_from_onnx; 0 (UNDEFINED) for Undefined.
 int dtype_to_onnx(DType t);
 bool dtype_is_float(DType t);
+// The value of a float16 (IEEE binary16) or bfloat16 bit pattern.
+double half_to_double(uint16_t bits, bool bf16);
 // Integer or bool: the types whose constant values are held exactly as int64.
 bool dtype_is_integral(DType t);
 

@@ -20,18 +20,6 @@ T read_le(const std::string& raw, size_t offset) {
   return v;
 }
 
-double half_to_double(uint16_t h, bool bf16) {
-  if (bf16) {
-    uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  double m = exp == 0 ? frac / 1024.0 * std::pow(2.0, -14) : (1 + frac / 1024.0) * std::pow(2.0, exp - 15);
-  if (exp == 31) m = frac ? std::nan("") : HUGE_VAL;
-  return sign ? -m : m;
-}
 
 }  // namespace
 

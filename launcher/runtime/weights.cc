@@ -86,18 +86,6 @@ std::string initializer_bytes(const onnx::TensorProto& t, const std::string& mod
   return out;
 }
 
-float half_to_float(uint16_t h, bool bf16) {
-  if (bf16) {
-    uint32_t bits = static_cast<uint32_t>(h) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return f;
-  }
-  int sign = (h >> 15) & 1, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
-  float m = exp == 0 ? std::ldexp(static_cast<float>(frac), -24) : std::ldexp(static_cast<float>(frac | 0x400), exp - 25);
-  if (exp == 31) m = frac ? std::nanf("") : INFINITY;
-  return sign ? -m : m;
-}
 
 // Fills `a` (runtime dtype) from raw bytes of the file's dtype `from`.
 void fill_from_bytes(Array& a, const std::string& bytes, DType from, Backend& backend) {
@@ -114,7 +102,7 @@ void fill_from_bytes(Array& a, const std::string& bytes, DType from, Backend& ba
       case DType::F32: {
         float v = from == DType::F32   ? in(i, float{})
                   : from == DType::F64 ? static_cast<float>(in(i, double{}))
-                                       : half_to_float(in(i, uint16_t{}), from == DType::BF16);
+                                       : static_cast<float>(half_to_double(in(i, uint16_t{}), from == DType::BF16));
         std::memcpy(host.data() + 4 * k, &v, 4);
         break;
       }
