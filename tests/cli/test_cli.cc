@@ -336,3 +336,63 @@ TEST_CASE("cli: plan --recompute all reaches less memory, records it, and evalua
 }
 
 }  // namespace tensoropt
+
+namespace tensoropt {
+namespace {
+
+std::string fixture(const std::string& name) { return std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/" + name; }
+
+}  // namespace
+
+TEST_CASE("cli: run trains, prints a line per step and measured against predicted, and writes the report") {
+  auto report = (temp_dir() / "run.json").string();
+  Result r = run("run " + fixture("mlp.onnx") + " --steps 3 --batch 4 --threads 1 --data " + fixture("mlp.x.npy") +
+                 " --labels " + fixture("mlp.y.npy") + " --report " + report);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(has(r.out, "step 1 "));
+  CHECK(has(r.out, "step 3 "));
+  CHECK(has(r.out, "time/step"));
+  CHECK(has(r.out, "peak memory"));
+  auto j = nlohmann::json::parse(slurp(report));
+  REQUIRE(j["steps"].size() == 3);
+  CHECK(j["steps"][0]["step"] == 1);
+  CHECK(j["steps"][0]["loss"].is_number());
+  CHECK(j["steps"][0]["time_s"].is_number());
+  CHECK(j["predicted"]["time_s"].get<double>() > 0);
+  CHECK(j["predicted"]["memory_bytes"].get<double>() > 0);
+  CHECK(j["measured"]["time_s"].get<double>() > 0);
+  CHECK(j["measured"]["peak_memory_bytes"].get<double>() > 0);
+  // The same data and seed give the same losses as PyTorch's reference (tests/runtime/test_training.cc
+  // checks the numbers; here only that the CLI feeds the data in order).
+  auto ref = nlohmann::json::parse(slurp(fixture("mlp.ref.json")));
+  CHECK(j["steps"][0]["loss"].get<double>() == doctest::Approx(ref["losses"]["adam"][0].get<double>()).epsilon(1e-4));
+}
+
+TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
+  auto save = (temp_dir() / "never.onnx").string();
+  const std::pair<std::string, std::string> cases[] = {
+      {"--gpus 2", "trains on one device"},
+      {"--device cuda", "CPU backend only"},
+      {"--loss hinge", "--loss"},
+      {"--optimizer lamb", "--optimizer"},
+      {"--data " + fixture("mlp.y.npy") + " --labels " + fixture("mlp.y.npy"), "does not fit input"},
+      {"--data " + fixture("mlp.x.npy") + " --labels " + fixture("mlp.x.npy"), "does not fit the labels"},
+      {"--data " + fixture("mlp.x.npy"), "--data and --labels go together"},
+      {"--resume " + fixture("gpt.onnx"), "not a checkpoint of"},
+      {"--save /nonexistent/dir/m.onnx", "cannot be written"},
+  };
+  for (const auto& [flags, says] : cases) {
+    CAPTURE(flags);
+    Result r = run("run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1 " + flags + " --report " + save);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, says));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 1);
+    CHECK(!std::filesystem::exists(save));
+  }
+  // A model with an op the catalogue does not know is refused at import, before anything runs.
+  Result r = run("run " + std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/models/lstm_tiny.onnx --steps 1");
+  CHECK(r.code == 2);
+  CHECK(has(r.err, "LSTM"));
+}
+
+}  // namespace tensoropt
