@@ -135,7 +135,7 @@ const Entry kTable[] = {
     // Neg: dx = -dy.
     {"Neg", Grad::FromNothing, [](const Node&) -> Unary {
        return eigen([](const In& x) { return -x; },
-                    [](const In& s, const In& dy) { return -dy; });
+                    [](const In&, const In& dy) { return -dy; });
      }, wrap_neg},
     // Abs: dx = dy·sign(x) (0 at 0).
     {"Abs", Grad::FromInput, [](const Node&) -> Unary {
