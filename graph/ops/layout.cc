@@ -284,8 +284,11 @@ void register_layout(std::vector<OpDef>& ops) {
     OpDef d = movement("Flatten", {});
     d.infer = [](const OpView& v) {
       const Shape& x = v.in_shape(0);
-      int axis = norm_axis(v.node.attr_int("axis", 1), static_cast<int>(x.size()) + 1, "axis");
-      if (axis == static_cast<int>(x.size()) + 1) throw OpError("axis out of range");
+      // axis in [-r, r]; a negative one counts from the back of the input's r axes (ONNX).
+      const auto r = static_cast<int64_t>(x.size());
+      int64_t a = v.node.attr_int("axis", 1);
+      if (a < -r || a > r) throw OpError("axis " + std::to_string(a) + " out of range for rank " + std::to_string(r));
+      auto axis = static_cast<int>(a < 0 ? a + r : a);
       Shape out{numel(Shape(x.begin(), x.begin() + axis)), numel(Shape(x.begin() + axis, x.end()))};
       return std::vector<OutType>{{v.in(0).dtype, out}};
     };

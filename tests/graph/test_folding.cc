@@ -217,3 +217,20 @@ TEST_CASE("a GELU whose intermediate is read elsewhere stays unfused") {
 }
 
 }  // namespace tensoropt
+
+namespace tensoropt {
+
+TEST_CASE("Flatten with a negative axis counts from the back, as ONNX's own inference does") {
+  for (auto [axis, want] : {std::pair<int64_t, Shape>{-1, {6, 4}}, {-3, {1, 24}}, {0, {1, 24}}, {3, {24, 1}}}) {
+    CAPTURE(axis);
+    test::ModelBuilder b;
+    b.input("x", {2, 3, 4}).node("Flatten", {"x"}, {"y"}).attr("axis", axis).output("y");
+    Graph g = import_onnx_bytes(b.bytes(), "flatten.onnx", {});  // with ONNX's cross-check
+    CHECK(g.tensors[static_cast<size_t>(g.find("y"))].shape == want);
+  }
+  test::ModelBuilder b;
+  b.input("x", {2, 3, 4}).node("Flatten", {"x"}, {"y"}).attr("axis", int64_t{-4}).output("y");
+  CHECK_THROWS_WITH_AS(import_onnx_bytes(b.bytes(), "flatten.onnx", {}), doctest::Contains("out of range"), InputError);
+}
+
+}  // namespace tensoropt
