@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
@@ -127,20 +126,30 @@ Graph import_onnx_bytes(const std::string& bytes, const std::string& label, cons
   }
 }
 
-Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
+std::string read_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory");
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = f ? static_cast<std::streamoff>(f.tellg()) : -1;
+  if (size < 0) throw InputError(path + ": cannot be read");
+  std::string bytes(static_cast<size_t>(size), '\0');  // one copy of the file, not two
+  f.seekg(0);
+  if (!f.read(bytes.data(), size)) throw InputError(path + ": read failed");
+  return bytes;
+}
+
+std::string read_model_file(const std::string& path) {
+  std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot be read");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  if (!f && !f.eof()) throw InputError(path + ": read failed");
-  std::string bytes = ss.str();
-  if (bytes.size() >= static_cast<size_t>(std::numeric_limits<int>::max())) {
+  if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) >= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
     throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
   }
-  return import_onnx_bytes(bytes, path, options);
+  return read_file(path);
+}
+
+Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
+  return import_onnx_bytes(read_model_file(path), path, options);
 }
 
 }  // namespace tensoropt

@@ -31,6 +31,11 @@ struct ImportOptions {
 };
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options = {});
+// The bytes of an ONNX file, read once: InputError for a missing file, a directory, an unreadable
+// file or one of 2 GiB or more (protobuf's limit).
+std::string read_model_file(const std::string& path);
+// Any file's bytes, read once; InputError naming it when it is missing, a directory or unreadable.
+std::string read_file(const std::string& path);
 // `label` names the source in error messages.
 Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options = {});
 

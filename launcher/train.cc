@@ -8,6 +8,8 @@
 #include <ostream>
 #include <thread>
 
+#include <malloc.h>
+
 #include <nlohmann/json.hpp>
 
 #include "graph/error.h"
@@ -107,6 +109,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
 
   runtime::cpu::CpuBackend backend(threads);
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
+  // The parsed model file (hundreds of MiB with inline weights) is gone: give its pages back.
+  malloc_trim(0);
   std::map<int, runtime::Array>& weights = loaded.arrays;
   runtime::ExecutorOptions eo;
   eo.loss = s.loss;

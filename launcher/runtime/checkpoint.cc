@@ -3,26 +3,18 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include "graph/error.h"
+#include "graph/import.h"
 
 namespace tensoropt::runtime {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'O', 'P', 'T', 'O', 'P', 'T', '1'};
 constexpr int64_t kExternalAbove = int64_t{3} << 29;  // 1.5 GiB
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot be read");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 void write_file(const std::string& path, const std::string& bytes) {
   std::string part = path + ".part";
@@ -48,7 +40,7 @@ int onnx_type(DType t) { return dtype_to_onnx(t); }
 void save_checkpoint(const std::string& path, const std::string& model_path, const Graph& g, Backend& backend,
                      const std::map<int, Array>& weights, Optimizer& optimizer) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(slurp(model_path))) throw InputError(model_path + ": not an ONNX model");
+  if (!model.ParseFromString(read_model_file(model_path))) throw InputError(model_path + ": not an ONNX model");
   auto* gp = model.mutable_graph();
   std::map<std::string, onnx::TensorProto*> inits;
   for (auto& t : *gp->mutable_initializer()) inits[t.name()] = &t;
@@ -117,7 +109,7 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
 bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,
                      Optimizer& optimizer) {
   onnx::ModelProto model;
-  if (!model.ParseFromString(slurp(path))) throw InputError(path + ": not an ONNX model, or truncated");
+  if (!model.ParseFromString(read_model_file(path))) throw InputError(path + ": not an ONNX model, or truncated");
   std::map<std::string, const onnx::TensorProto*> inits;
   for (const auto& t : model.graph().initializer()) inits[t.name()] = &t;
   const std::string dir = std::filesystem::path(path).parent_path().string();
@@ -151,7 +143,7 @@ bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, 
   }
   std::ifstream f(path + ".optim", std::ios::binary);
   if (!f) return false;
-  std::string all = slurp(path + ".optim");
+  std::string all = read_file(path + ".optim");
   if (all.size() < 16 || std::memcmp(all.data(), kMagic, 8) != 0) throw InputError(path + ".optim: not a tensoropt optimizer state file");
   uint64_t len;
   std::memcpy(&len, all.data() + 8, 8);

@@ -6,23 +6,19 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <sstream>
 
 #include <onnx/onnx_pb.h>
 
 #include "graph/error.h"
+#include "graph/import.h"
 #include "graph/op_catalogue.h"
 
 namespace tensoropt::runtime {
 namespace {
 
 onnx::ModelProto read_model(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot be read");
-  std::ostringstream ss;
-  ss << f.rdbuf();
   onnx::ModelProto m;
-  if (!m.ParseFromString(ss.str())) throw InputError(path + ": not an ONNX model, or truncated");
+  if (!m.ParseFromString(read_model_file(path))) throw InputError(path + ": not an ONNX model, or truncated");
   return m;
 }
 
