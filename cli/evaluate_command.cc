@@ -20,9 +20,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
   PlanSettings s;
   if (stored.settings) {
     s = *stored.settings;
-    std::string hash = file_hash(args.model);
-    if (hash != s.model_hash)
-      throw InputError(args.model + ": not the model the plan was made for (" + s.model_path + ", fnv1a64 " + s.model_hash + ")");
+    check_plan_model(s, args.model);
     // The plan's points were costed with its own settings: a flag that says otherwise is refused
     // rather than silently ignored.
     const auto disagree = [&](const std::string& flag, const std::string& given, const std::string& planned) {

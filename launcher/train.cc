@@ -20,6 +20,7 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
+#include "planner/plan_file.h"
 #include "planner/space.h"
 
 namespace tensoropt {
@@ -46,14 +47,17 @@ std::string human_seconds(double s) {
   return buf;
 }
 
-// The planner's cost of the one strategy a single device has: every op replicated, nothing
-// recomputed, no ZeRO. A CPU worker with T threads is costed as T of the preset's cores.
+// The planner's cost of the strategy that runs: a plan's point, or else the one strategy a single
+// device has (every op replicated, nothing recomputed). A CPU worker with T threads is costed as
+// T of the preset's cores.
 struct Prediction {
   double time = 0, memory = 0;
   planner::Breakdown breakdown;
+  std::vector<bool> recompute;  // per node
+  std::string where;            // the plan point, or empty
 };
 
-Prediction predict(const Graph& g, const TrainSettings& s, int threads) {
+Prediction predict(const Graph& g, const TrainSettings& s, int threads, const planner::StoredStrategy* stored) {
   planner::Cluster cluster = planner::load_cluster(s.cluster);
   if (cluster.name == "cpu") {
     cluster.gpu.peak_flops_fp32 *= threads;
@@ -68,16 +72,54 @@ Prediction predict(const Graph& g, const TrainSettings& s, int threads) {
   planner::AnalyticCompute compute(cluster, training.precision);
   planner::SpaceOptions so;
   so.training = training;
-  so.recompute = false;
-  so.zero = false;
+  so.recompute = stored != nullptr;
+  so.recompute_all = stored != nullptr;  // resolves any point's names; the point fixes what runs
+  so.zero = stored != nullptr;
   planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, {1}), compute, so);
   std::vector<int> assignment(space.variables().size(), 0);
   Prediction p;
+  p.recompute.assign(g.nodes.size(), false);
+  if (stored) {
+    assignment = planner::resolve_strategy(*stored, space);
+    for (size_t v = 0; v < assignment.size(); ++v) {
+      const planner::Variable& var = space.variables()[v];
+      if (var.kind == planner::VarKind::Op && var.configs[static_cast<size_t>(assignment[v])].recompute) {
+        p.recompute[static_cast<size_t>(var.node)] = true;
+      }
+    }
+    p.where = stored->where;
+  }
   planner::Cost c = space.cost(assignment);
   p.time = c.time;
   p.memory = c.memory;
   p.breakdown = space.breakdown(assignment);
   return p;
+}
+
+// The plan point to run, checked against the model and the flags: a plan made for another model
+// file, batch, frozen set or optimizer, or for more than one device, is refused.
+std::optional<planner::StoredStrategy> stored_point(const TrainSettings& s) {
+  if (!s.plan) {
+    if (s.point) throw InputError("--point needs --plan");
+    return std::nullopt;
+  }
+  planner::StoredStrategy stored = planner::read_strategy(*s.plan, 1, s.point);
+  if (stored.settings) {
+    const planner::PlanSettings& ps = *stored.settings;
+    planner::check_plan_model(ps, s.model);
+    if (s.batch && *s.batch != ps.batch) {
+      throw InputError("--batch " + std::to_string(*s.batch) + " differs from the plan's batch " + std::to_string(ps.batch) +
+                       " (" + *s.plan + "): leave it out, or plan again with it");
+    }
+    if (!s.frozen.empty() && s.frozen != ps.frozen) {
+      throw InputError("--frozen differs from the plan's frozen parameters (" + *s.plan + "): leave it out, or plan again with it");
+    }
+    if (ps.training.precision != planner::Precision::Fp32) {
+      throw InputError(*s.plan + ": planned with --dtype " + std::string(planner::precision_name(ps.training.precision)) +
+                       "; the CPU runtime trains in fp32: plan with --dtype fp32");
+    }
+  }
+  return stored;
 }
 
 struct KindPair {
@@ -101,11 +143,12 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.steps < 1) throw InputError("--steps must be at least 1");
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
   const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const std::optional<planner::StoredStrategy> stored = stored_point(s);
   ImportOptions io;
-  io.batch = s.batch.value_or(8);
-  io.frozen = s.frozen;
+  io.batch = s.batch.value_or(stored && stored->settings ? stored->settings->batch : 8);
+  io.frozen = stored && stored->settings ? stored->settings->frozen : s.frozen;
   Graph g = import_onnx_file(s.model, io);
-  Prediction predicted = predict(g, s, threads);
+  Prediction predicted = predict(g, s, threads, stored ? &*stored : nullptr);
 
   runtime::cpu::CpuBackend backend(threads);
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
@@ -114,6 +157,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   std::map<int, runtime::Array>& weights = loaded.arrays;
   runtime::ExecutorOptions eo;
   eo.loss = s.loss;
+  eo.recompute = predicted.recompute;
   runtime::Executor ex(g, backend, weights, eo);
   runtime::Optimizer optimizer(s.optimizer, backend, weights, ex.gradient_tensors());
   std::unique_ptr<runtime::DataSource> data =
@@ -136,6 +180,10 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
       << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse") << "\n";
   out << "device   cpu, " << threads << " thread(s); predicted by the analytic model of cluster '" << s.cluster << "'\n";
+  if (stored) {
+    const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
+    out << "strategy " << predicted.where << (n ? ", recompute " + std::to_string(n) + " ops" : std::string()) << "\n";
+  }
   nlohmann::ordered_json report;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   std::vector<double> times;
@@ -189,6 +237,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   }
   if (s.report) {
     report["model"] = {{"path", s.model}, {"batch", g.batch}};
+    if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"cluster", s.cluster}};
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
     report["steps"] = steps;

@@ -1,7 +1,8 @@
 // `tensoropt run` on one device: import, load or initialise the weights, train for a number of
 // steps with the runtime (launcher/runtime/), print one line per step, and set the measured step
 // time and peak memory against what the planner predicts for the same one-device strategy
-// (docs/runtime.md). The multi-process launcher (a later issue) runs the same loop per worker.
+// (docs/runtime.md). With a plan, the point's strategy runs (its recompute choices) and is the one
+// predicted. The multi-process launcher (a later issue) runs the same loop per worker.
 //
 // Errors: InputError for everything the user can fix (flags, files, a model op without a kernel),
 // raised before the first step where possible; nothing is written half (checkpoints are written
@@ -32,6 +33,10 @@ struct TrainSettings {
   std::optional<std::string> data, labels;   // .npy files
   std::optional<std::string> save, resume;   // checkpoints
   std::optional<std::string> report;         // JSON (docs/runtime.md)
+  // A plan file (or strategy file) for one device, and its point (default: the chosen one): its
+  // recompute choices run, and its strategy is the one predicted.
+  std::optional<std::string> plan;
+  std::optional<int> point;
 };
 
 int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err);

@@ -287,6 +287,13 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
   flush(0);
 }
 
+void check_plan_model(const PlanSettings& settings, const std::string& model_path) {
+  if (file_hash(model_path) != settings.model_hash) {
+    throw InputError(model_path + ": not the model the plan was made for (" + settings.model_path + ", fnv1a64 " +
+                     settings.model_hash + ")");
+  }
+}
+
 StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, std::optional<int> point) {
   ordered_json j;
   try {

@@ -72,6 +72,9 @@ struct StoredStrategy {
 // omitted when the plan has one frontier; point defaults to the chosen one).
 StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, std::optional<int> point);
 
+// InputError unless `model_path` is the file the plan was made for (its hash).
+void check_plan_model(const PlanSettings& settings, const std::string& model_path);
+
 // The assignment a stored strategy names in `space`; InputError naming the first unknown or
 // missing variable or configuration.
 std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& space);

@@ -44,14 +44,21 @@ void Executor::plan() {
       grad_roots_.push_back(static_cast<int>(t));
     }
   }
+  TO_CHECK(options_.recompute.empty() || options_.recompute.size() == g_.nodes.size());
   plans_.assign(g_.nodes.size(), {});
   last_forward_use_.assign(nt, -1);
   last_backward_use_.assign(nt, -1);
+  producer_.assign(nt, -1);
+  auto producer_recomputes = [&](int t) { return producer_[static_cast<size_t>(t)] >= 0 && plans_[static_cast<size_t>(producer_[static_cast<size_t>(t)])].recompute; };
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
     const OpDef* def = find_op(n.op_type);
     TO_CHECK(def != nullptr);
     NodePlan& p = plans_[i];
+    p.recompute = !options_.recompute.empty() && options_.recompute[i];
+    for (int o : n.outputs) {
+      if (o >= 0) producer_[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
     p.input_grad.assign(n.inputs.size(), false);
     bool differentiable = static_cast<bool>(kernels_[i]->backward);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -64,15 +71,24 @@ void Executor::plan() {
     for (int o : n.outputs) {
       if (o >= 0) requires_grad_[static_cast<size_t>(o)] = p.backward && dtype_is_float(g_.tensors[static_cast<size_t>(o)].dtype);
     }
+    p.need_input.assign(n.inputs.size(), false);
+    p.need_output.assign(n.outputs.size(), false);
     p.keep_input.assign(n.inputs.size(), false);
     p.keep_output.assign(n.outputs.size(), false);
-    if (!p.backward) continue;
-    OpView view(g_, n);
-    for (const Saved& s : def->saved(view, p.input_grad)) {
-      if (s.tensor < 0) continue;  // op extras live in the kernel's OpState
-      for (size_t k = 0; k < n.inputs.size(); ++k) p.keep_input[k] = p.keep_input[k] || n.inputs[k] == s.tensor;
-      for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.keep_output[k] || n.outputs[k] == s.tensor;
+    if (p.backward) {
+      OpView view(g_, n);
+      for (const Saved& s : def->saved(view, p.input_grad)) {
+        if (s.tensor < 0) continue;  // op extras live in the kernel's OpState
+        for (size_t k = 0; k < n.inputs.size(); ++k) p.need_input[k] = p.need_input[k] || n.inputs[k] == s.tensor;
+        for (size_t k = 0; k < n.outputs.size(); ++k) p.need_output[k] = p.need_output[k] || n.outputs[k] == s.tensor;
+      }
     }
+    // A recomputing node keeps its inputs (backward or not: a reader may need its output
+    // regenerated) instead of what it saves; nobody keeps what a recomputing producer wrote.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      p.keep_input[k] = n.inputs[k] >= 0 && (p.need_input[k] || p.recompute) && !producer_recomputes(n.inputs[k]);
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.need_output[k] && !p.recompute;
     // Backward runs in reverse order: a saved tensor is last needed by the earliest node that
     // keeps it (nodes are visited in order, so the first to claim it is that node).
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -146,7 +162,7 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] >= 0) values_[n.outputs[o]] = std::move(outs[o]);
     }
-    if (!loss_pass) states_[i] = {};
+    if (!loss_pass || plans_[i].recompute) states_[i] = {};
     // Free what no later forward reads and backward does not keep.
     auto release = [&](int t) {
       if (t < 0 || is_output[static_cast<size_t>(t)]) return;
@@ -166,7 +182,47 @@ std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const Ste
   return out;
 }
 
+void Executor::ensure(int t, const StepContext& ctx) {
+  if (values_.count(t) || state_.count(t)) return;
+  const int u = producer_[static_cast<size_t>(t)];
+  if (u < 0 || rerun_[static_cast<size_t>(u)]) {
+    throw InternalError("executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name +
+                        "' is needed in backward but was neither kept nor can be regenerated");
+  }
+  rerun(static_cast<size_t>(u), ctx);
+}
+
+void Executor::rerun(size_t i, const StepContext& ctx) {
+  const Node& n = g_.nodes[i];
+  for (int t : n.inputs) {
+    if (t >= 0) ensure(t, ctx);
+  }
+  const OpKernel& k = *kernels_[i];
+  std::vector<const Array*> in;
+  for (int t : n.inputs) in.push_back(t < 0 ? nullptr : &value(t));
+  std::vector<Array> outs(n.outputs.size());
+  std::vector<Array*> out;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    if (t < 0) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    if (o == 0 && k.aliases_input) outs[o] = in[0]->view(x.shape);
+    else outs[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
+    out.push_back(&outs[o]);
+  }
+  states_[i] = {};
+  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o] >= 0) values_.emplace(n.outputs[o], std::move(outs[o]));
+  }
+  rerun_[i] = true;
+}
+
 void Executor::run_backward(const StepContext& ctx) {
+  rerun_.assign(g_.nodes.size(), false);
   for (size_t i = g_.nodes.size(); i-- > 0;) {
     const Node& n = g_.nodes[i];
     const NodePlan& p = plans_[i];
@@ -178,15 +234,24 @@ void Executor::run_backward(const StepContext& ctx) {
       any = any || it != grads_.end();
     }
     if (p.backward && any) {
+      // A recomputing node runs its forward again for its outputs and extras; what another
+      // backward reads and nobody kept is regenerated by its producers.
+      if (p.recompute && !rerun_[i]) rerun(i, ctx);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] >= 0 && p.need_input[k]) ensure(n.inputs[k], ctx);
+      }
+      for (size_t k = 0; k < n.outputs.size(); ++k) {
+        if (n.outputs[k] >= 0 && p.need_output[k]) ensure(n.outputs[k], ctx);
+      }
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         int t = n.inputs[k];
-        in.push_back(t >= 0 && p.keep_input[k] ? &value(t) : nullptr);
+        in.push_back(t >= 0 && p.need_input[k] ? &value(t) : nullptr);
         in_shapes.push_back(t >= 0 ? g_.tensors[static_cast<size_t>(t)].shape : Shape{});
       }
       for (size_t k = 0; k < n.outputs.size(); ++k) {
-        out.push_back(n.outputs[k] >= 0 && p.keep_output[k] ? &value(n.outputs[k]) : nullptr);
+        out.push_back(n.outputs[k] >= 0 && p.need_output[k] ? &value(n.outputs[k]) : nullptr);
       }
       std::vector<Array> dins(n.inputs.size());
       std::vector<Array*> din;
@@ -217,10 +282,15 @@ void Executor::run_backward(const StepContext& ctx) {
       if (t >= 0) grads_.erase(t);
     }
     states_[i] = {};
+    // Kept tensors live until the earliest backward that reads them; regenerated ones until their
+    // producer's backward.
     for (auto it = values_.begin(); it != values_.end();) {
-      int lb = last_backward_use_[static_cast<size_t>(it->first)];
-      if (lb >= static_cast<int>(i) || lb < 0) it = values_.erase(it);
-      else ++it;
+      const auto t = static_cast<size_t>(it->first);
+      const int lb = last_backward_use_[t], u = producer_[t];
+      const bool regenerated = lb < 0 && u >= 0 && rerun_[static_cast<size_t>(u)];
+      const bool live = regenerated ? u < static_cast<int>(i) : lb >= 0 && lb < static_cast<int>(i);
+      if (live) ++it;
+      else it = values_.erase(it);
     }
   }
   values_.clear();

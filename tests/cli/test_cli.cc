@@ -395,4 +395,47 @@ TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing not
   CHECK(has(r.err, "LSTM"));
 }
 
+TEST_CASE("cli: run --plan runs a one-device plan point: its recompute choices, the same losses, less memory") {
+  auto dir = temp_dir();
+  auto plan = (dir / "gpt1.json").string(), plan2 = (dir / "gpt2.json").string();
+  const std::string m = fixture("gpt.onnx"), data = " --data " + fixture("gpt.x.npy") + " --labels " + fixture("gpt.y.npy");
+  Result p = run("plan " + m + " --gpus 1 --batch 4 --recompute all --json " + plan);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  auto j = nlohmann::json::parse(slurp(plan));
+  const auto& points = j["frontiers"][0]["points"];
+  REQUIRE(points.size() > 1);
+  const size_t smallest = points.size() - 1;  // sorted by time: the last point needs the least memory
+  auto plain = (dir / "plain.json").string(), recomputed = (dir / "recomputed.json").string();
+  Result a = run("run " + m + " --steps 2 --batch 4 --threads 1" + data + " --report " + plain);
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  Result b = run("run " + m + " --steps 2 --threads 1 --plan " + plan + " --point " + std::to_string(smallest) + data +
+                 " --report " + recomputed);
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(has(b.out, "recompute"));
+  auto ra = nlohmann::json::parse(slurp(plain)), rb = nlohmann::json::parse(slurp(recomputed));
+  CHECK(rb["model"]["batch"] == 4);  // the plan's batch
+  CHECK(rb["strategy"]["recompute_ops"].get<int>() > 0);
+  for (size_t k = 0; k < 2; ++k) CHECK(ra["steps"][k]["loss"].get<double>() == rb["steps"][k]["loss"].get<double>());
+  CHECK(rb["measured"]["peak_memory_bytes"].get<double>() < ra["measured"]["peak_memory_bytes"].get<double>());
+  CHECK(rb["predicted"]["memory_bytes"].get<double>() < ra["predicted"]["memory_bytes"].get<double>());
+
+  Result p2 = run("plan " + m + " --gpus 2 --batch 4 --json " + plan2);
+  REQUIRE_MESSAGE(p2.code == 0, p2.err);
+  const std::pair<std::string, std::string> refused[] = {
+      {"--point 0", "--point needs --plan"},
+      {"--plan " + plan + " --batch 8", "--batch 8 differs from the plan's batch 4"},
+      {"--plan " + plan + " --point 100000", "out of range"},
+      {"--plan " + plan2, "no frontier for 1 GPUs"},
+  };
+  for (const auto& [flags, says] : refused) {
+    CAPTURE(flags);
+    Result r = run("run " + m + " --steps 1 --threads 1 " + flags);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, says));
+  }
+  Result other = run("run " + fixture("mlp.onnx") + " --steps 1 --threads 1 --plan " + plan);
+  CHECK(other.code == 2);
+  CHECK(has(other.err, "not the model the plan was made for"));
+}
+
 }  // namespace tensoropt
