@@ -49,15 +49,25 @@ void Executor::plan() {
   last_forward_use_.assign(nt, -1);
   last_backward_use_.assign(nt, -1);
   producer_.assign(nt, -1);
+  earliest_need_.assign(nt, -1);
+  data_dependent_.assign(nt, false);
+  for (int t : g_.inputs) data_dependent_[static_cast<size_t>(t)] = true;
   auto producer_recomputes = [&](int t) { return producer_[static_cast<size_t>(t)] >= 0 && plans_[static_cast<size_t>(producer_[static_cast<size_t>(t)])].recompute; };
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
     const OpDef* def = find_op(n.op_type);
     TO_CHECK(def != nullptr);
     NodePlan& p = plans_[i];
-    p.recompute = !options_.recompute.empty() && options_.recompute[i];
+    // A node that reads no data (a transposed weight, a causal mask) recomputes whatever the plan
+    // says: the planner counts what it makes as model state, not as activations.
+    bool reads_data = false;
+    for (int t : n.inputs) reads_data = reads_data || (t >= 0 && data_dependent_[static_cast<size_t>(t)]);
+    p.recompute = (!options_.recompute.empty() && options_.recompute[i]) || !reads_data;
     for (int o : n.outputs) {
-      if (o >= 0) producer_[static_cast<size_t>(o)] = static_cast<int>(i);
+      if (o >= 0) {
+        producer_[static_cast<size_t>(o)] = static_cast<int>(i);
+        data_dependent_[static_cast<size_t>(o)] = reads_data;
+      }
     }
     p.input_grad.assign(n.inputs.size(), false);
     bool differentiable = static_cast<bool>(kernels_[i]->backward);
@@ -89,6 +99,17 @@ void Executor::plan() {
       p.keep_input[k] = n.inputs[k] >= 0 && (p.need_input[k] || p.recompute) && !producer_recomputes(n.inputs[k]);
     }
     for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.need_output[k] && !p.recompute;
+    // The earliest backward that reads a tensor, or reruns a forward that does.
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int t = n.inputs[k];
+      if (t >= 0 && (p.need_input[k] || p.recompute) && earliest_need_[static_cast<size_t>(t)] < 0) {
+        earliest_need_[static_cast<size_t>(t)] = static_cast<int>(i);
+      }
+    }
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int t = n.outputs[k];
+      if (t >= 0 && p.need_output[k] && earliest_need_[static_cast<size_t>(t)] < 0) earliest_need_[static_cast<size_t>(t)] = static_cast<int>(i);
+    }
     // Backward runs in reverse order: a saved tensor is last needed by the earliest node that
     // keeps it (nodes are visited in order, so the first to claim it is that node).
     for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -282,13 +303,14 @@ void Executor::run_backward(const StepContext& ctx) {
       if (t >= 0) grads_.erase(t);
     }
     states_[i] = {};
-    // Kept tensors live until the earliest backward that reads them; regenerated ones until their
-    // producer's backward.
+    // Kept tensors live until the earliest backward that reads them; regenerated ones until no
+    // backward or forward to rerun is left that reads them.
     for (auto it = values_.begin(); it != values_.end();) {
       const auto t = static_cast<size_t>(it->first);
       const int lb = last_backward_use_[t], u = producer_[t];
       const bool regenerated = lb < 0 && u >= 0 && rerun_[static_cast<size_t>(u)];
-      const bool live = regenerated ? u < static_cast<int>(i) : lb >= 0 && lb < static_cast<int>(i);
+      const int until = regenerated ? earliest_need_[t] : lb;
+      const bool live = until >= 0 && until < static_cast<int>(i);
       if (live) ++it;
       else it = values_.erase(it);
     }

@@ -19,7 +19,10 @@
 // recomputing producers, to the inputs the chain kept), with the same seed, step and node index,
 // so dropout masks come out the same; the state updates of a second forward are not applied. Each
 // node's forward runs again at most once per step: what it regenerates lives (as
-// MemoryKind::Transients) until that node's own backward is done.
+// MemoryKind::Transients) until no backward left reads it (a node's OpState until its own
+// backward). A node that reads no data at all (a transposed weight, a causal mask built from
+// constants) always recomputes: the planner counts such tensors as model state, and a backward
+// that reads one regenerates it and frees it right after.
 //
 // Not thread-safe: one step at a time. Errors: a node whose op has no kernel on the backend is an
 // InputError naming the node and the backend, raised at construction.
@@ -102,6 +105,8 @@ class Executor {
   std::vector<int> last_forward_use_;   // per tensor: last node reading it in forward, -1 none
   std::vector<int> last_backward_use_;  // per tensor: earliest node whose backward reads it, or -1
   std::vector<int> producer_;           // per tensor: the node writing it, or -1
+  std::vector<int> earliest_need_;      // per tensor: earliest node whose backward (or rerun) reads it
+  std::vector<bool> data_dependent_;    // per tensor: computed from the data inputs
   std::vector<bool> rerun_;             // per node: its forward ran again this backward
   std::vector<int> grad_roots_;
   std::map<int, Array> values_;         // live activations and inputs during a step
