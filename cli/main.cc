@@ -149,6 +149,7 @@ int main(int argc, char** argv) {
   rn->add_option("--cluster,-c", train.cluster, "Cluster preset or .json whose analytic model predicts the step")->capture_default_str();
   rn->add_option("--save", train.save, "Write the trained model to FILE.onnx and the optimizer state to FILE.onnx.optim");
   rn->add_option("--resume", train.resume, "Start from a checkpoint written by --save");
+  rn->add_option("--dtype", train.dtype, "fp32, or bf16 (mixed precision: bf16 activations and gradients, fp32 master weights; default: the plan's, fp32)");
   rn->add_option("--plan", train.plan, "A plan file for 1 GPU (plan --gpus 1 --json FILE) or a strategy file: run its point");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(CLI::NonNegativeNumber);
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");

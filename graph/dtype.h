@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -23,6 +24,21 @@ int dtype_to_onnx(DType t);
 bool dtype_is_float(DType t);
 // The value of a float16 (IEEE binary16) or bfloat16 bit pattern.
 double half_to_double(uint16_t bits, bool bf16);
+// float32 <-> bfloat16 bit patterns: to the nearest, ties to even; infinities and NaN keep their
+// class (a NaN stays a NaN).
+inline uint16_t float_to_bf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | ((bits & 0xffffu) ? 0x40u : 0u));
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+inline float bf16_to_float(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
 // Integer or bool: the types whose constant values are held exactly as int64.
 bool dtype_is_integral(DType t);
 

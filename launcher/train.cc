@@ -57,7 +57,8 @@ struct Prediction {
   std::string where;            // the plan point, or empty
 };
 
-Prediction predict(const Graph& g, const TrainSettings& s, int threads, const planner::StoredStrategy* stored) {
+Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision precision, int threads,
+                   const planner::StoredStrategy* stored) {
   planner::Cluster cluster = planner::load_cluster(s.cluster);
   if (cluster.name == "cpu") {
     cluster.gpu.peak_flops_fp32 *= threads;
@@ -69,6 +70,7 @@ Prediction predict(const Graph& g, const TrainSettings& s, int threads, const pl
   training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
                            ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
                            : planner::Optimizer::Adam;
+  training.precision = precision;
   planner::AnalyticCompute compute(cluster, training.precision);
   planner::SpaceOptions so;
   so.training = training;
@@ -114,9 +116,10 @@ std::optional<planner::StoredStrategy> stored_point(const TrainSettings& s) {
     if (!s.frozen.empty() && s.frozen != ps.frozen) {
       throw InputError("--frozen differs from the plan's frozen parameters (" + *s.plan + "): leave it out, or plan again with it");
     }
-    if (ps.training.precision != planner::Precision::Fp32) {
-      throw InputError(*s.plan + ": planned with --dtype " + std::string(planner::precision_name(ps.training.precision)) +
-                       "; the CPU runtime trains in fp32: plan with --dtype fp32");
+    if (s.dtype && planner::parse_precision(*s.dtype) != ps.training.precision) {
+      throw InputError("--dtype " + *s.dtype + " differs from the plan's dtype " +
+                       std::string(planner::precision_name(ps.training.precision)) + " (" + *s.plan +
+                       "): leave it out, or plan again with it");
     }
   }
   return stored;
@@ -148,7 +151,10 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   io.batch = s.batch.value_or(stored && stored->settings ? stored->settings->batch : 8);
   io.frozen = stored && stored->settings ? stored->settings->frozen : s.frozen;
   Graph g = import_onnx_file(s.model, io);
-  Prediction predicted = predict(g, s, threads, stored ? &*stored : nullptr);
+  const planner::Precision precision = s.dtype ? planner::parse_precision(*s.dtype)
+                                       : stored && stored->settings ? stored->settings->training.precision
+                                                                    : planner::Precision::Fp32;
+  Prediction predicted = predict(g, s, precision, threads, stored ? &*stored : nullptr);
 
   runtime::cpu::CpuBackend backend(threads);
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
@@ -158,6 +164,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   runtime::ExecutorOptions eo;
   eo.loss = s.loss;
   eo.recompute = predicted.recompute;
+  eo.bf16 = precision == planner::Precision::Bf16;
   runtime::Executor ex(g, backend, weights, eo);
   runtime::Optimizer optimizer(s.optimizer, backend, weights, ex.gradient_tensors());
   std::unique_ptr<runtime::DataSource> data =
@@ -178,7 +185,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   }
 
   out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
-      << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse") << "\n";
+      << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
+      << (eo.bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
   out << "device   cpu, " << threads << " thread(s); predicted by the analytic model of cluster '" << s.cluster << "'\n";
   if (stored) {
     const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
@@ -240,6 +248,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"cluster", s.cluster}};
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+    report["dtype"] = std::string(planner::precision_name(precision));
     report["steps"] = steps;
     report["predicted"] = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}, {"memory_by_kind", pk}};
     report["measured"] = {{"time_s", measured_time}, {"peak_memory_bytes", ms.peak_total}, {"memory_by_kind_at_peak", mk}};

@@ -30,6 +30,7 @@ struct TrainSettings {
   int threads = 0;                   // 0: every core
   std::string cluster = "cpu";       // for the prediction
   std::vector<std::string> frozen;
+  std::optional<std::string> dtype;  // "fp32" or "bf16" (mixed precision); default: the plan's, fp32
   std::optional<std::string> data, labels;   // .npy files
   std::optional<std::string> save, resume;   // checkpoints
   std::optional<std::string> report;         // JSON (docs/runtime.md)

@@ -4,8 +4,9 @@
 // executor (executor.h) never changes when a backend is added.
 //
 // Every Array passed in lives on this backend's device and was allocated by allocator().
-// Float arrays are float32. Functions throw InternalError on a shape or dtype mismatch (the
-// executor's bug, never the user's).
+// Float arrays are float32, except that under mixed precision the executor stores tensors as
+// bfloat16 (convert, accumulate) and hands kernels float32 copies. Functions throw InternalError on
+// a shape or dtype mismatch (the executor's bug, never the user's).
 #pragma once
 
 #include <cstdint>
@@ -36,8 +37,11 @@ class Backend {
   virtual void write(Array& dst, const void* src, int64_t bytes) = 0;
   virtual void read(const Array& src, void* dst, int64_t bytes) = 0;
   virtual void fill(Array& a, double value) = 0;
-  // dst += src (same shape and dtype): gradients of a tensor read by several ops.
+  // dst += src (same shape; float32 or bfloat16, each side either): gradients of a tensor read by
+  // several ops. A bfloat16 dst is rounded to nearest even once, after the float32 sum.
   virtual void accumulate(Array& dst, const Array& src) = 0;
+  // dst = src in dst's dtype (float32 <-> bfloat16, rounded to nearest even; same shape).
+  virtual void convert(const Array& src, Array& dst) = 0;
 
   // The mean loss over every labelled position, as torch.nn.functional.cross_entropy on logits
   // flattened to [N, C] ([B, C] with labels [B], [B, T, C] with labels [B, T]); labels < 0 are

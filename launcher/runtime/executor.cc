@@ -28,7 +28,19 @@ Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state
   plan();
   for (int t : grad_roots_) {
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    root_grads_[t] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Gradients);
+    root_grads_[t] = Array(storage_dtype(x), x.shape, backend_.allocator(), MemoryKind::Gradients);
+  }
+  if (options_.bf16) {
+    // Mixed precision: the float32 weights become the optimizer's master copy; forward and
+    // backward read a bfloat16 working copy.
+    for (auto& [t, a] : state_) {
+      const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+      if (x.kind != TensorKind::Parameter || a.dtype() != DType::F32) continue;
+      Array master(DType::F32, a.shape(), backend_.allocator(), MemoryKind::OptimizerState);
+      backend_.convert(a, master);
+      a = std::move(master);
+      working_[t] = Array(DType::BF16, a.shape(), backend_.allocator(), MemoryKind::Parameters);
+    }
   }
 }
 
@@ -128,6 +140,7 @@ void Executor::plan() {
 const Array& Executor::value(int t) const {
   auto it = values_.find(t);
   if (it != values_.end()) return it->second;
+  if (auto w = working_.find(t); w != working_.end()) return w->second;
   auto st = state_.find(t);
   if (st == state_.end()) {
     throw InternalError("executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name + "' has no value (" +
@@ -145,41 +158,21 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
       throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " +
                        std::string(dtype_name(runtime_dtype(x))) + shape_str(x.shape));
     }
-    values_[g_.inputs[k]] = inputs[k];
+    values_[g_.inputs[k]] = stored(inputs[k], x, MemoryKind::Inputs);
   }
   states_.assign(g_.nodes.size(), {});
   std::vector<bool> is_output(g_.tensors.size(), false);
   for (int t : g_.outputs) is_output[static_cast<size_t>(t)] = true;
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
-    const OpKernel& k = *kernels_[i];
-    std::vector<const Array*> in;
-    for (int t : n.inputs) in.push_back(t < 0 ? nullptr : &value(t));
-    std::vector<Array> outs(n.outputs.size());
-    std::vector<Array*> out;
+    std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
-      int t = n.outputs[o];
-      if (t < 0) {
-        out.push_back(nullptr);
-        continue;
-      }
-      const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-      bool kept = loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0);
-      if (o == 0 && k.aliases_input) outs[o] = in[0]->view(x.shape);
-      else outs[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), kept ? MemoryKind::Activations : MemoryKind::Transients);
-      out.push_back(&outs[o]);
-    }
-    k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
-    if (ctx.training) {
-      for (auto [o, input] : k.state_updates) {
-        if (static_cast<size_t>(o) >= n.outputs.size() || static_cast<size_t>(input) >= n.inputs.size()) continue;
-        int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
-        if (src < 0 || dst < 0 || !state_.count(dst)) continue;
-        std::vector<char> host(static_cast<size_t>(outs[static_cast<size_t>(o)].bytes()));
-        backend_.read(outs[static_cast<size_t>(o)], host.data(), static_cast<int64_t>(host.size()));
-        backend_.write(state_[dst], host.data(), static_cast<int64_t>(host.size()));
+      const int t = n.outputs[o];
+      if (t >= 0 && loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0)) {
+        kinds[o] = MemoryKind::Activations;
       }
     }
+    std::vector<Array> outs = forward_node(i, ctx, kinds, ctx.training);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] >= 0) values_[n.outputs[o]] = std::move(outs[o]);
     }
@@ -198,7 +191,10 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
 std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const StepContext& ctx) {
   run_forward(inputs, ctx, /*loss_pass=*/false);
   std::vector<Array> out;
-  for (int t : g_.outputs) out.push_back(values_.at(t));
+  for (int t : g_.outputs) {
+    const Array& v = values_.at(t);
+    out.push_back(v.dtype() == DType::BF16 ? as_f32(v) : v);
+  }
   values_.clear();
   return out;
 }
@@ -218,10 +214,54 @@ void Executor::rerun(size_t i, const StepContext& ctx) {
   for (int t : n.inputs) {
     if (t >= 0) ensure(t, ctx);
   }
+  states_[i] = {};
+  std::vector<Array> outs = forward_node(i, ctx, std::vector<MemoryKind>(n.outputs.size(), MemoryKind::Transients), false);
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (n.outputs[o] >= 0) values_.emplace(n.outputs[o], std::move(outs[o]));
+  }
+  rerun_[i] = true;
+}
+
+Array Executor::as_f32(const Array& a) const {
+  Array r(DType::F32, a.shape(), backend_.allocator(), MemoryKind::Transients);
+  backend_.convert(a, r);
+  return r;
+}
+
+DType Executor::storage_dtype(const Tensor& x) const {
+  const DType d = runtime_dtype(x);
+  return options_.bf16 && d == DType::F32 ? DType::BF16 : d;
+}
+
+Array Executor::stored(const Array& a, const Tensor& x, MemoryKind kind) const {
+  if (storage_dtype(x) == a.dtype()) return a;
+  Array r(storage_dtype(x), a.shape(), backend_.allocator(), kind);
+  backend_.convert(a, r);
+  return r;
+}
+
+std::vector<Array> Executor::forward_node(size_t i, const StepContext& ctx, const std::vector<MemoryKind>& kinds, bool updates) {
+  const Node& n = g_.nodes[i];
   const OpKernel& k = *kernels_[i];
+  // Kernels compute in float32: bfloat16 inputs are handed over as float32 copies, and bfloat16
+  // outputs are computed into float32 and stored rounded. A view (aliases_input) stays a view.
+  std::vector<Array> converted;
+  converted.reserve(n.inputs.size());
   std::vector<const Array*> in;
-  for (int t : n.inputs) in.push_back(t < 0 ? nullptr : &value(t));
-  std::vector<Array> outs(n.outputs.size());
+  for (int t : n.inputs) {
+    if (t < 0) {
+      in.push_back(nullptr);
+      continue;
+    }
+    const Array& v = value(t);
+    if (v.dtype() == DType::BF16 && !k.aliases_input) {
+      converted.push_back(as_f32(v));
+      in.push_back(&converted.back());
+    } else {
+      in.push_back(&v);
+    }
+  }
+  std::vector<Array> outs(n.outputs.size()), computed(n.outputs.size());
   std::vector<Array*> out;
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     const int t = n.outputs[o];
@@ -230,16 +270,38 @@ void Executor::rerun(size_t i, const StepContext& ctx) {
       continue;
     }
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    if (o == 0 && k.aliases_input) outs[o] = in[0]->view(x.shape);
-    else outs[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
-    out.push_back(&outs[o]);
+    const DType sd = storage_dtype(x);
+    if (o == 0 && k.aliases_input) {
+      outs[o] = in[0]->view(x.shape);
+      out.push_back(&outs[o]);
+    } else if (sd != runtime_dtype(x)) {
+      computed[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
+      out.push_back(&computed[o]);
+    } else {
+      outs[o] = Array(sd, x.shape, backend_.allocator(), kinds[o]);
+      out.push_back(&outs[o]);
+    }
   }
-  states_[i] = {};
   k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (n.outputs[o] >= 0) values_.emplace(n.outputs[o], std::move(outs[o]));
+  converted.clear();  // the float32 copies of the inputs: done before the outputs are stored
+  if (updates) {
+    for (auto [o, input] : k.state_updates) {
+      if (static_cast<size_t>(o) >= n.outputs.size() || static_cast<size_t>(input) >= n.inputs.size()) continue;
+      int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
+      if (src < 0 || dst < 0 || !state_.count(dst)) continue;
+      const Array& from = *out[static_cast<size_t>(o)];
+      std::vector<char> host(static_cast<size_t>(from.bytes()));
+      backend_.read(from, host.data(), static_cast<int64_t>(host.size()));
+      backend_.write(state_[dst], host.data(), static_cast<int64_t>(host.size()));
+    }
   }
-  rerun_[i] = true;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (!computed[o].defined()) continue;
+    outs[o] = Array(DType::BF16, computed[o].shape(), backend_.allocator(), kinds[o]);
+    backend_.convert(computed[o], outs[o]);
+    computed[o] = Array();
+  }
+  return outs;
 }
 
 void Executor::run_backward(const StepContext& ctx) {
@@ -264,15 +326,24 @@ void Executor::run_backward(const StepContext& ctx) {
       for (size_t k = 0; k < n.outputs.size(); ++k) {
         if (n.outputs[k] >= 0 && p.need_output[k]) ensure(n.outputs[k], ctx);
       }
+      // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
+      std::vector<Array> converted;
+      converted.reserve(n.inputs.size() + 2 * n.outputs.size());
+      auto f32 = [&](const Array* a) -> const Array* {
+        if (!a || a->dtype() != DType::BF16) return a;
+        converted.push_back(as_f32(*a));
+        return &converted.back();
+      };
+      for (auto& d : dout) d = f32(d);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         int t = n.inputs[k];
-        in.push_back(t >= 0 && p.need_input[k] ? &value(t) : nullptr);
+        in.push_back(t >= 0 && p.need_input[k] ? f32(&value(t)) : nullptr);
         in_shapes.push_back(t >= 0 ? g_.tensors[static_cast<size_t>(t)].shape : Shape{});
       }
       for (size_t k = 0; k < n.outputs.size(); ++k) {
-        out.push_back(n.outputs[k] >= 0 && p.need_output[k] ? &value(n.outputs[k]) : nullptr);
+        out.push_back(n.outputs[k] >= 0 && p.need_output[k] ? f32(&value(n.outputs[k])) : nullptr);
       }
       std::vector<Array> dins(n.inputs.size());
       std::vector<Array*> din;
@@ -286,6 +357,7 @@ void Executor::run_backward(const StepContext& ctx) {
         din.push_back(&dins[k]);
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx});
+      converted.clear();  // float32 copies: gone before the gradients are stored
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!p.input_grad[k]) continue;
         int t = n.inputs[k];
@@ -294,7 +366,7 @@ void Executor::run_backward(const StepContext& ctx) {
           continue;
         }
         auto it = grads_.find(t);
-        if (it == grads_.end()) grads_[t] = std::move(dins[k]);
+        if (it == grads_.end()) grads_[t] = stored(dins[k], g_.tensors[static_cast<size_t>(t)], MemoryKind::Transients);
         else backend_.accumulate(it->second, dins[k]);
       }
     }
@@ -321,17 +393,22 @@ void Executor::run_backward(const StepContext& ctx) {
 void Executor::zero_gradients() {
   grads_.clear();
   for (auto& [t, a] : root_grads_) backend_.fill(a, 0.0);
+  // A step starts from the weights the optimizer left: the working copies follow the masters.
+  for (auto& [t, w] : working_) backend_.convert(state_.at(t), w);
 }
 
 double Executor::train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx) {
   zero_gradients();
   run_forward(inputs, ctx, /*loss_pass=*/true);
   const int out = g_.outputs[0];
-  const Array& y = values_.at(out);
-  Array dy(y.dtype(), y.shape(), backend_.allocator(), MemoryKind::Transients);
-  double loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy)
-                                                        : backend_.mse(y, target, &dy);
-  if (requires_grad_[static_cast<size_t>(out)]) grads_[out] = std::move(dy);
+  double loss = 0;
+  {
+    const Array& kept = values_.at(out);
+    const Array y = kept.dtype() == DType::BF16 ? as_f32(kept) : kept;
+    Array dy(y.dtype(), y.shape(), backend_.allocator(), MemoryKind::Transients);
+    loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy) : backend_.mse(y, target, &dy);
+    if (requires_grad_[static_cast<size_t>(out)]) grads_[out] = stored(dy, g_.tensors[static_cast<size_t>(out)], MemoryKind::Transients);
+  }
   // The loss has read the outputs: keep only what a backward reads (the logits of a large
   // vocabulary are as big as their gradient). The other outputs (a BatchNormalization's running
   // statistics, say) take no gradient.
@@ -350,10 +427,8 @@ void Executor::backward_from(const std::vector<Array>& inputs, const std::vector
   for (size_t k = 0; k < g_.outputs.size(); ++k) {
     int t = g_.outputs[k];
     if (!output_grads[k] || !requires_grad_[static_cast<size_t>(t)] || grads_.count(t)) continue;
-    Array d(output_grads[k]->dtype(), output_grads[k]->shape(), backend_.allocator(), MemoryKind::Transients);
-    std::vector<char> host(static_cast<size_t>(d.bytes()));
-    backend_.read(*output_grads[k], host.data(), d.bytes());
-    backend_.write(d, host.data(), d.bytes());
+    Array d(storage_dtype(g_.tensors[static_cast<size_t>(t)]), output_grads[k]->shape(), backend_.allocator(), MemoryKind::Transients);
+    backend_.convert(*output_grads[k], d);
     grads_[t] = std::move(d);
   }
   run_backward(ctx);

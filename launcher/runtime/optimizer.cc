@@ -39,7 +39,13 @@ void Optimizer::step(const Executor& ex) {
   ++steps_;
   for (int t : params_) {
     Array& w = weights_.at(t);
-    const Array& g = ex.gradient(t);
+    // Under mixed precision the gradient is bfloat16 and the weight its float32 master.
+    Array g = ex.gradient(t);
+    if (g.dtype() != w.dtype()) {
+      Array wide(w.dtype(), g.shape(), backend_.allocator(), MemoryKind::Transients);
+      backend_.convert(g, wide);
+      g = std::move(wide);
+    }
     auto& v = state_.at(t);
     if (s_.kind == OptimizerKind::Sgd) {
       Array none;

@@ -2,7 +2,8 @@
 // AdamW; betas 0.9/0.999 and eps 1e-8 by default): one update per parameter per step, on the
 // backend (Backend::sgd_step, adam_step), from the gradients the executor left. Their state (the
 // momentum buffer; Adam's two moments) is allocated once, zeroed, as MemoryKind::OptimizerState,
-// which is what the planner charges from the first step on. Not thread-safe.
+// which is what the planner charges from the first step on. Under mixed precision the weights it
+// updates are the float32 masters and the gradients bfloat16 (executor.h). Not thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -426,6 +426,8 @@ TEST_CASE("cli: run --plan runs a one-device plan point: its recompute choices, 
       {"--plan " + plan + " --batch 8", "--batch 8 differs from the plan's batch 4"},
       {"--plan " + plan + " --point 100000", "out of range"},
       {"--plan " + plan2, "no frontier for 1 GPUs"},
+      {"--plan " + plan + " --dtype bf16", "--dtype bf16 differs from the plan's dtype fp32"},
+      {"--dtype fp16", "--dtype"},
   };
   for (const auto& [flags, says] : refused) {
     CAPTURE(flags);
@@ -433,6 +435,12 @@ TEST_CASE("cli: run --plan runs a one-device plan point: its recompute choices, 
     CHECK(r.code == 2);
     CHECK(has(r.err, says));
   }
+  // Mixed precision: said in the header and the report.
+  auto mixed = (dir / "mixed.json").string();
+  Result c = run("run " + m + " --steps 1 --batch 4 --threads 1 --dtype bf16 --report " + mixed);
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  CHECK(has(c.out, "bf16 mixed precision"));
+  CHECK(nlohmann::json::parse(slurp(mixed))["dtype"] == "bf16");
   Result other = run("run " + fixture("mlp.onnx") + " --steps 1 --threads 1 --plan " + plan);
   CHECK(other.code == 2);
   CHECK(has(other.err, "not the model the plan was made for"));

@@ -347,7 +347,7 @@ TEST_CASE("kernels: linear weight gradient without the data gradient") {
       const int w = g.find("w"), y = g.find("y");
       REQUIRE(g.tensors[static_cast<size_t>(w)].kind == TensorKind::Parameter);
       std::map<int, runtime::Array> state{{w, array(g.tensors[static_cast<size_t>(w)], 5)}};
-      runtime::Executor ex(g, backend, state, {.input_gradients = input_gradients, .recompute = {}});
+      runtime::Executor ex(g, backend, state, {.input_gradients = input_gradients, .recompute = {}, .bf16 = false});
       runtime::Array dy = array(g.tensors[static_cast<size_t>(y)], 7);
       runtime::StepContext ctx{&backend.allocator(), true, 7, 1, 2};
       ex.backward_from({array(g.tensors[static_cast<size_t>(g.find("x"))], 3)}, {&dy}, ctx);

@@ -50,16 +50,57 @@ void CpuBackend::fill(Array& a, double value) {
     case DType::I64: std::fill_n(a.data<int64_t>(), a.numel(), static_cast<int64_t>(value)); break;
     case DType::I32: std::fill_n(a.data<int32_t>(), a.numel(), static_cast<int32_t>(value)); break;
     case DType::Bool: case DType::U8: std::fill_n(a.data<uint8_t>(), a.numel(), static_cast<uint8_t>(value != 0)); break;
+    case DType::BF16: std::fill_n(a.data<uint16_t>(), a.numel(), float_to_bf16(static_cast<float>(value))); break;
     default: TO_CHECK(false && "fill: unsupported dtype");
   }
 }
 
+namespace {
+
+// Element i of a float32 or bfloat16 array, as float.
+struct FloatReader {
+  const float* f = nullptr;
+  const uint16_t* h = nullptr;
+  explicit FloatReader(const Array& a) {
+    if (a.dtype() == DType::F32) f = a.data<float>();
+    else h = a.data<uint16_t>();
+  }
+  float operator[](int64_t i) const { return f ? f[i] : bf16_to_float(h[i]); }
+};
+
+bool float_or_bf16(const Array& a) { return a.dtype() == DType::F32 || a.dtype() == DType::BF16; }
+
+}  // namespace
+
 void CpuBackend::accumulate(Array& dst, const Array& src) {
-  TO_CHECK(dst.shape() == src.shape() && dst.dtype() == DType::F32 && src.dtype() == DType::F32);
-  float* d = dst.data<float>();
-  const float* s = src.data<float>();
+  TO_CHECK(dst.shape() == src.shape() && float_or_bf16(dst) && float_or_bf16(src));
+  const FloatReader s(src);
+  if (dst.dtype() == DType::F32) {
+    float* d = dst.data<float>();
+    parallel_for(dst.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) d[i] += s[i];
+    });
+    return;
+  }
+  uint16_t* d = dst.data<uint16_t>();
   parallel_for(dst.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) d[i] += s[i];
+    for (int64_t i = lo; i < hi; ++i) d[i] = float_to_bf16(bf16_to_float(d[i]) + s[i]);
+  });
+}
+
+void CpuBackend::convert(const Array& src, Array& dst) {
+  TO_CHECK(dst.shape() == src.shape() && float_or_bf16(dst) && float_or_bf16(src));
+  const FloatReader s(src);
+  if (dst.dtype() == DType::F32) {
+    float* d = dst.data<float>();
+    parallel_for(dst.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) d[i] = s[i];
+    });
+    return;
+  }
+  uint16_t* d = dst.data<uint16_t>();
+  parallel_for(dst.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) d[i] = float_to_bf16(s[i]);
   });
 }
 

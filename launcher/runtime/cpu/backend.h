@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
   void read(const Array& src, void* dst, int64_t bytes) override;
   void fill(Array& a, double value) override;
   void accumulate(Array& dst, const Array& src) override;
+  void convert(const Array& src, Array& dst) override;
   double cross_entropy(const Array& logits, const Array& labels, Array* dlogits) override;
   double mse(const Array& output, const Array& target, Array* doutput) override;
   void sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) override;

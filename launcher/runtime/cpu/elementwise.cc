@@ -170,14 +170,7 @@ void dropout_backward(const GradCall& c) {
 // The runtime holds every float tensor as float32 (array.h): a Cast to float16 or bfloat16
 // rounds the values to that type's precision, as the model asks, and keeps them in float32.
 float round_to_half(float v, bool bf16) {
-  if (bf16) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, 4);
-    if ((bits & 0x7f800000u) != 0x7f800000u) bits += 0x7fffu + ((bits >> 16) & 1u);  // to nearest even
-    bits &= 0xffff0000u;
-    std::memcpy(&v, &bits, 4);
-    return v;
-  }
+  if (bf16) return bf16_to_float(float_to_bf16(v));
   if (!std::isfinite(v)) return v;
   float a = std::fabs(v);
   if (a >= 65520.0f) return std::copysign(INFINITY, v);  // past float16's largest, 65504
