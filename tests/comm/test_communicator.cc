@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <ostream>
 #include <functional>
 #include <string>
 #include <thread>
@@ -26,6 +27,10 @@
 #include "planner/parallel/mesh.h"
 
 namespace tensoropt::comm {
+
+// For doctest's failure messages.
+std::ostream& operator<<(std::ostream& os, const Group& g) { return os << g.str(); }
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -466,7 +471,7 @@ TEST_CASE("comm: the processes meet through a Redis server (redis://127.0.0.1:PO
   if (redis == 0) {
     const std::string p = std::to_string(port);
     execl(server.c_str(), "redis-server", "--port", p.c_str(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-          "--dir", dir.path.c_str(), "--loglevel", "warning", static_cast<char*>(nullptr));
+          "--dir", dir.path.c_str(), "--logfile", (dir.path + "/redis.log").c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
   bool up = false;
