@@ -15,6 +15,8 @@
 #include <gloo/rendezvous/redis_store.h>
 #endif
 
+#include <signal.h>
+
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -401,6 +403,15 @@ std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& o) {
     throw InputError("gloo communicator: rank " + std::to_string(o.rank) + " outside 0.." + std::to_string(o.size - 1));
   if (o.timeout.count() <= 0) throw InputError("gloo communicator: the timeout must be positive");
   parse_rendezvous(o.rendezvous);
+  // Gloo writes to its sockets without MSG_NOSIGNAL: a write to a dead peer would raise SIGPIPE,
+  // whose default action kills this process instead of letting the collective throw.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
+  }
   return std::make_unique<GlooCommunicator>(o);
 }
 

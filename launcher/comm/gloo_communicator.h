@@ -25,6 +25,9 @@
 // and each collective end to end. Errors: as communicator.h; the constructor throws CommError
 // ("rendezvous" over the world) when the world does not meet, InputError for a bad spec or option.
 // Not thread-safe (communicator.h). Must be created after any fork(): Gloo runs a network thread.
+// Process-wide effect: make_gloo_communicator sets SIGPIPE to ignored when it has its default
+// action, as Python (hence PyTorch) does: Gloo writes to sockets without MSG_NOSIGNAL, and a write
+// to a peer that died must be a CommError, not the death of this process (a test kills a peer).
 #pragma once
 
 #include <chrono>

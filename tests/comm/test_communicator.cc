@@ -391,12 +391,13 @@ TEST_CASE("comm: a peer killed with SIGKILL mid-collective makes the others thro
       },
       /*limit=*/20s, /*kill_rank=*/2, /*kill_after=*/1500ms);
   CHECK(results[2].message == "killed by signal 9");
+  MESSAGE("rank 0 said: " << results[0].message);
   for (int r = 0; r < 2; ++r) {
     const std::string& msg = results[static_cast<size_t>(r)].message;
     INFO(msg);
     CHECK(msg.find("all_reduce over group [0,1,2] failed on rank " + std::to_string(r)) != std::string::npos);
-    // Within the timeout of the kill (the rendezvous took part of the 1.5 s before it).
-    CHECK(results[static_cast<size_t>(r)].seconds < 1.5 + 3.0 + 1.0);
+    // Within the timeout of the kill at 1.5 s (plus slack for a loaded machine).
+    CHECK(results[static_cast<size_t>(r)].seconds < 1.5 + 3.0 + 2.0);
   }
 }
 
