@@ -94,7 +94,7 @@ std::string group_key(const Group& g) {
 
 template <typename T>
 void add(void* c, const void* a, const void* b, size_t n) {
-  T* __restrict out = static_cast<T*>(c);
+  T* out = static_cast<T*>(c);  // may be a (Gloo and we reduce in place)
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
@@ -103,9 +103,6 @@ using AddFn = void (*)(void*, const void*, const void*, size_t);
 
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
-
-// Our own slot prefix, clear of Gloo's (0x01..0x08 in gloo/types.h).
-constexpr uint8_t kReduceScatterSlotPrefix = 0x20;
 
 struct GroupContext {
   std::shared_ptr<gloo::Context> context;  // null for a group of one
@@ -180,7 +177,7 @@ class GlooCommunicator final : public Communicator {
         if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * esize(dtype)));
         return;
       }
-      if (total(counts) > 0) ring_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      if (total(counts) > 0) direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
     });
   }
 
@@ -347,43 +344,29 @@ class GlooCommunicator final : public Communicator {
     throw CommError(what, group, rank(), cause);
   }
 
-  // Ring reduce-scatter over Gloo's unbound buffers. Step s (0..n-2): send the running sum of
-  // piece (me-s-1) mod n to the next member, receive the previous member's running sum of piece
-  // (me-s-2) mod n and add my own piece to it; after n-1 steps the piece received is mine, summed
-  // over every member.
-  void ring_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
-                           int64_t es, AddFn fn) {
-    const auto& ctx = g.context;
-    const int n = ctx->size, me = ctx->rank;
-    const int next = (me + 1) % n, prev = (me + n - 1) % n;
-    std::vector<size_t> off(counts.size()), len(counts.size());
-    size_t max_len = 1, o = 0;
-    for (size_t i = 0; i < counts.size(); ++i) {
-      off[i] = o;
-      len[i] = static_cast<size_t>(counts[i] * es);
-      o += len[i];
-      max_len = std::max(max_len, len[i]);
-    }
-    const auto* src = static_cast<const uint8_t*>(in);
-    scratch_.resize(3 * max_len);
-    uint8_t* recv = scratch_.data();
-    uint8_t* acc[2] = {scratch_.data() + max_len, scratch_.data() + 2 * max_len};
-    auto in_buf = ctx->createUnboundBuffer(const_cast<uint8_t*>(src), o);
-    auto recv_buf = ctx->createUnboundBuffer(recv, max_len);
-    std::unique_ptr<gloo::transport::UnboundBuffer> acc_buf[2] = {ctx->createUnboundBuffer(acc[0], max_len),
-                                                                 ctx->createUnboundBuffer(acc[1], max_len)};
-    const auto slot = gloo::Slot::build(kReduceScatterSlotPrefix, g.tag);
-    const auto piece = [n](int k) { return static_cast<size_t>(((k % n) + n) % n); };
-    for (int s = 0; s < n - 1; ++s) {
-      const size_t send_piece = piece(me - s - 1), recv_piece = piece(me - s - 2);
-      gloo::transport::UnboundBuffer* send_buf = s == 0 ? in_buf.get() : acc_buf[(s - 1) % 2].get();
-      send_buf->send(next, slot, s == 0 ? off[send_piece] : 0, len[send_piece]);
-      recv_buf->recv(prev, slot, 0, len[recv_piece]);
-      recv_buf->waitRecv(options_.timeout);
-      void* dst = s == n - 2 ? out : acc[s % 2];
-      fn(dst, recv, src + off[recv_piece], len[recv_piece] / static_cast<size_t>(es));
-      send_buf->waitSend(options_.timeout);
-    }
+  // Direct reduce-scatter: one Gloo alltoallv sends piece j of my input to member j and brings me
+  // every member's piece `me`; I add them up. Each member sends and receives (n-1)/n of the input,
+  // as a ring does, in one round instead of n-1 (Gloo's unbound buffers cost a handshake per
+  // message, which made the ring 2-10x slower than Gloo's halving-doubling below 4 MiB on 4 ranks).
+  void direct_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
+                             int64_t es, AddFn fn) {
+    const int n = g.context->size, me = g.context->rank;
+    const int64_t mine = counts[static_cast<size_t>(me)];
+    const size_t piece_bytes = static_cast<size_t>(mine * es);
+    std::vector<int64_t> send_bytes, recv_bytes(static_cast<size_t>(n), mine * es);
+    for (int64_t c : counts) send_bytes.push_back(c * es);
+    scratch_.resize(std::max<size_t>(1, piece_bytes * static_cast<size_t>(n)));
+    uint8_t dummy = 0;
+    gloo::AlltoallvOptions opts(g.context);
+    opts.setInput(total(counts) ? const_cast<uint8_t*>(static_cast<const uint8_t*>(in)) : &dummy, send_bytes);
+    opts.setOutput(scratch_.data(), recv_bytes);
+    opts.setTag(g.tag);
+    opts.setTimeout(options_.timeout);
+    gloo::alltoallv(opts);
+    if (mine == 0) return;
+    const auto elems = static_cast<size_t>(mine);
+    fn(out, scratch_.data(), scratch_.data() + piece_bytes, elems);
+    for (int k = 2; k < n; ++k) fn(out, out, scratch_.data() + static_cast<size_t>(k) * piece_bytes, elems);
   }
 
   GlooOptions options_;
