@@ -6,6 +6,7 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -104,10 +105,38 @@ using AddFn = void (*)(void*, const void*, const void*, size_t);
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
 
+// Reduce-scatters of at most this many input bytes run Gloo's halving-doubling algorithm, built
+// once per (dtype, counts) on a scratch copy of the input and cached (its buffers are registered
+// with the peers, so a run needs no handshake: 2-4x faster than alltoallv on small inputs); larger
+// ones run direct_reduce_scatter, as fast as halving-doubling there and without its 3x memory.
+constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
+constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~3 MiB each
+
+struct HalvingDoubling {
+  std::vector<uint8_t> scratch;  // the algorithm reduces in place here
+  std::unique_ptr<gloo::Algorithm> algorithm;
+};
+
 struct GroupContext {
   std::shared_ptr<gloo::Context> context;  // null for a group of one
   uint32_t tag = 0;                        // one per collective, in call order
+  // Every member builds the same entries in the same order (same calls), so the Gloo slots that
+  // building takes agree across members.
+  std::map<std::pair<DType, std::vector<int64_t>>, HalvingDoubling> halving_doubling;
 };
+
+template <typename T>
+std::unique_ptr<gloo::Algorithm> make_halving_doubling(const std::shared_ptr<gloo::Context>& ctx, uint8_t* scratch,
+                                                       const std::vector<int64_t>& counts) {
+  std::vector<int> recv;
+  int total = 0;
+  for (int64_t c : counts) {
+    recv.push_back(static_cast<int>(c));
+    total += static_cast<int>(c);
+  }
+  return std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(ctx, std::vector<T*>{reinterpret_cast<T*>(scratch)},
+                                                                  total, recv);
+}
 
 class GlooCommunicator final : public Communicator {
  public:
@@ -177,7 +206,9 @@ class GlooCommunicator final : public Communicator {
         if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * esize(dtype)));
         return;
       }
-      if (total(counts) > 0) direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      const int64_t bytes = total(counts) * esize(dtype);
+      if (bytes > kHalvingDoublingMaxBytes) direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      else if (bytes > 0) halving_doubling_reduce_scatter(g, in, out, counts, dtype);
     });
   }
 
@@ -342,6 +373,31 @@ class GlooCommunicator final : public Communicator {
     failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
     contexts_.clear();
     throw CommError(what, group, rank(), cause);
+  }
+
+  void halving_doubling_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
+                                       DType dtype) {
+    const int64_t es = esize(dtype);
+    const auto bytes = static_cast<size_t>(total(counts) * es);
+    auto key = std::make_pair(dtype, counts);
+    auto it = g.halving_doubling.find(key);
+    if (it == g.halving_doubling.end()) {
+      if (g.halving_doubling.size() >= kHalvingDoublingCacheEntries) g.halving_doubling.clear();
+      HalvingDoubling h;
+      h.scratch.resize(bytes);
+      switch (dtype) {
+        case DType::F32: h.algorithm = make_halving_doubling<float>(g.context, h.scratch.data(), counts); break;
+        case DType::F64: h.algorithm = make_halving_doubling<double>(g.context, h.scratch.data(), counts); break;
+        case DType::I32: h.algorithm = make_halving_doubling<int32_t>(g.context, h.scratch.data(), counts); break;
+        default: h.algorithm = make_halving_doubling<int64_t>(g.context, h.scratch.data(), counts); break;
+      }
+      it = g.halving_doubling.emplace(std::move(key), std::move(h)).first;
+    }
+    HalvingDoubling& h = it->second;
+    std::memcpy(h.scratch.data(), in, bytes);
+    h.algorithm->run();
+    const int64_t mine = counts[static_cast<size_t>(g.context->rank)];
+    if (mine > 0) std::memcpy(out, h.scratch.data(), static_cast<size_t>(mine * es));  // its result comes first
   }
 
   // Direct reduce-scatter: one Gloo alltoallv sends piece j of my input to member j and brings me

@@ -245,6 +245,10 @@ void check_collectives(Communicator& c, const Group& g) {
   check_reduce_scatter<float>(c, g, DType::F32, uneven_rs, "float32 uneven");
   check_reduce_scatter<int32_t>(c, g, DType::I32, uneven_rs, "int32 uneven");
   check_reduce_scatter<int64_t>(c, g, DType::I64, equal, "int64 equal");
+  // Above 1 MiB of input the Gloo implementation switches algorithm (halving-doubling below).
+  std::vector<int64_t> large;
+  for (int j = 0; j < n; ++j) large.push_back(j == 1 ? 0 : 300000 + j);
+  check_reduce_scatter<float>(c, g, DType::F32, large, "float32 uneven, over 1 MiB");
   check_all_to_all<int32_t>(c, g, DType::I32, [](int, int) { return int64_t{3}; }, "int32 equal");
   check_all_to_all<double>(c, g, DType::F64, [](int a, int b) { return int64_t{(a + 2 * b) % 3}; }, "float64 uneven");
   check_broadcast<float>(c, g, DType::F32, "float32");
