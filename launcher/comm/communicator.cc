@@ -13,9 +13,14 @@ int Group::index_of(int rank) const {
 }
 
 std::string Group::str() const {
+  // Appends only: GCC 12 at -O3 warns falsely (-Wrestrict) on "," + std::to_string(...).
   std::string s = "[";
-  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? "," : "") + std::to_string(ranks[i]);
-  return s + "]";
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ranks[i]);
+  }
+  s += ']';
+  return s;
 }
 
 Group world_group(int size) {
