@@ -1,0 +1,457 @@
+#include "launcher/comm/gloo_communicator.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/config.h>
+#include <gloo/reduce_scatter.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <gloo/types.h>
+#if GLOO_USE_REDIS
+#include <gloo/rendezvous/redis_store.h>
+#endif
+
+#include <signal.h>
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <set>
+
+#include "graph/error.h"
+
+namespace tensoropt::comm {
+
+RendezvousSpec parse_rendezvous(std::string_view spec) {
+  const std::string quoted = "--rendezvous '" + std::string(spec) + "'";
+  RendezvousSpec r;
+  if (spec.starts_with("file:")) {
+    r.kind = RendezvousSpec::Kind::File;
+    r.dir = std::string(spec.substr(5));
+    if (r.dir.empty()) throw InputError(quoted + ": file: needs a directory (file:DIR)");
+    return r;
+  }
+  if (spec.starts_with("redis://")) {
+    r.kind = RendezvousSpec::Kind::Redis;
+    std::string_view rest = spec.substr(8);
+    const size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos)
+      throw InputError(quoted + ": redis:// needs a host and a port (redis://HOST:PORT)");
+    r.host = std::string(rest.substr(0, colon));
+    std::string_view port = rest.substr(colon + 1);
+    if (r.host.empty()) throw InputError(quoted + ": redis:// needs a host (redis://HOST:PORT)");
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), r.port);
+    if (port.empty() || ec != std::errc() || end != port.data() + port.size() || r.port < 1 || r.port > 65535)
+      throw InputError(quoted + ": the port must be a number in 1..65535 (redis://HOST:PORT)");
+    return r;
+  }
+  throw InputError(quoted + ": expected file:DIR or redis://HOST:PORT");
+}
+
+namespace {
+
+namespace rdv = gloo::rendezvous;
+using Clock = std::chrono::steady_clock;
+
+// Holds every wait of the store below it to one timeout: Gloo's rendezvous calls get() and wait()
+// without one in places (they would wait Gloo's default 30 s, or for ever on some stores).
+class TimeoutStore : public rdv::Store {
+ public:
+  TimeoutStore(rdv::Store& store, std::chrono::milliseconds timeout) : store_(store), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override { store_.set(key, data); }
+  std::vector<char> get(const std::string& key) override {
+    store_.wait({key}, timeout_);
+    return store_.get(key);
+  }
+  void wait(const std::vector<std::string>& keys) override { store_.wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    store_.wait(keys, std::min(timeout, timeout_));
+  }
+
+ private:
+  rdv::Store& store_;
+  std::chrono::milliseconds timeout_;
+};
+
+// The store's key prefix of a group: its ranks, or a hash of them when the list is long.
+std::string group_key(const Group& g) {
+  std::string s = g.str();
+  if (s.size() <= 64) return "g" + s;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return "g" + std::to_string(g.size()) + "-" + buf;
+}
+
+template <typename T>
+void add(void* c, const void* a, const void* b, size_t n) {
+  T* out = static_cast<T*>(c);  // may be a (Gloo and we reduce in place)
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
+}
+using AddFn = void (*)(void*, const void*, const void*, size_t);
+
+// dtype_name lives in the graph library, which this layer does not link.
+std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
+
+// Reduce-scatters of at most this many input bytes run Gloo's halving-doubling algorithm, built
+// once per (dtype, counts) on a scratch copy of the input and cached (its buffers are registered
+// with the peers, so a run needs no handshake: 2-4x faster than alltoallv on small inputs); larger
+// ones run direct_reduce_scatter, as fast as halving-doubling there and without its 3x memory.
+constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
+constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~3 MiB each
+
+struct HalvingDoubling {
+  std::vector<uint8_t> scratch;  // the algorithm reduces in place here
+  std::unique_ptr<gloo::Algorithm> algorithm;
+};
+
+struct GroupContext {
+  std::shared_ptr<gloo::Context> context;  // null for a group of one
+  uint32_t tag = 0;                        // one per collective, in call order
+  // Every member builds the same entries in the same order (same calls), so the Gloo slots that
+  // building takes agree across members.
+  std::map<std::pair<DType, std::vector<int64_t>>, HalvingDoubling> halving_doubling;
+};
+
+template <typename T>
+std::unique_ptr<gloo::Algorithm> make_halving_doubling(const std::shared_ptr<gloo::Context>& ctx, uint8_t* scratch,
+                                                       const std::vector<int64_t>& counts) {
+  std::vector<int> recv;
+  int total = 0;
+  for (int64_t c : counts) {
+    recv.push_back(static_cast<int>(c));
+    total += static_cast<int>(c);
+  }
+  return std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(ctx, std::vector<T*>{reinterpret_cast<T*>(scratch)},
+                                                                  total, recv);
+}
+
+class GlooCommunicator final : public Communicator {
+ public:
+  explicit GlooCommunicator(const GlooOptions& o) : options_(o) {
+    const Group world = world_group(o.size);
+    try {
+      open_store();
+      gloo::transport::tcp::attr attr;
+      const char* env_iface = std::getenv("GLOO_SOCKET_IFNAME");
+      if (!o.interface.empty()) attr.iface = o.interface;
+      else if (!o.hostname.empty()) attr.hostname = o.hostname;
+      else if (env_iface && *env_iface) attr.iface = env_iface;
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+    } catch (const std::exception& e) {
+      throw CommError("rendezvous", world, o.rank, e.what());
+    }
+    context(world, "rendezvous");
+  }
+
+  std::string_view backend() const override { return "gloo"; }
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.size; }
+  std::chrono::milliseconds timeout() const override { return options_.timeout; }
+
+  void all_reduce(void* buf, int64_t count, DType dtype, const Group& group) override {
+    const AddFn fn = sum_fn(dtype, "all_reduce");
+    check_count(count, "all_reduce");
+    run("all_reduce", group, [&](GroupContext& g) {
+      if (!g.context || count == 0) return;
+      switch (dtype) {
+        case DType::F32: gloo_all_reduce(g, static_cast<float*>(buf), count, fn); break;
+        case DType::F64: gloo_all_reduce(g, static_cast<double*>(buf), count, fn); break;
+        case DType::I32: gloo_all_reduce(g, static_cast<int32_t*>(buf), count, fn); break;
+        default: gloo_all_reduce(g, static_cast<int64_t*>(buf), count, fn); break;  // I64 (sum_fn checked)
+      }
+    });
+  }
+
+  void all_gather_v(const void* in, void* out, const std::vector<int64_t>& counts, DType dtype,
+                    const Group& group) override {
+    const int64_t es = copy_size(dtype, "all_gather");
+    check_counts(counts, group, "all_gather");
+    run("all_gather", group, [&](GroupContext& g) {
+      const int me = group.index_of(rank());
+      if (!g.context) {
+        if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * es));
+        return;
+      }
+      if (total(counts) == 0) return;
+      std::vector<size_t> bytes;
+      for (int64_t c : counts) bytes.push_back(static_cast<size_t>(c * es));
+      gloo::AllgathervOptions opts(g.context);
+      opts.setInput(const_cast<uint8_t*>(static_cast<const uint8_t*>(in)), bytes[static_cast<size_t>(me)]);
+      opts.setOutput(static_cast<uint8_t*>(out), bytes);
+      opts.setTag(g.tag);
+      opts.setTimeout(options_.timeout);
+      gloo::allgatherv(opts);
+    });
+  }
+
+  void reduce_scatter_v(const void* in, void* out, const std::vector<int64_t>& counts, DType dtype,
+                        const Group& group) override {
+    const AddFn fn = sum_fn(dtype, "reduce_scatter");
+    check_counts(counts, group, "reduce_scatter");
+    run("reduce_scatter", group, [&](GroupContext& g) {
+      if (!g.context) {
+        if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * esize(dtype)));
+        return;
+      }
+      const int64_t bytes = total(counts) * esize(dtype);
+      if (bytes > kHalvingDoublingMaxBytes) direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      else if (bytes > 0) halving_doubling_reduce_scatter(g, in, out, counts, dtype);
+    });
+  }
+
+  void all_to_all_v(const void* in, const std::vector<int64_t>& send_counts, void* out,
+                    const std::vector<int64_t>& recv_counts, DType dtype, const Group& group) override {
+    const int64_t es = copy_size(dtype, "all_to_all");
+    check_counts(send_counts, group, "all_to_all");
+    check_counts(recv_counts, group, "all_to_all");
+    run("all_to_all", group, [&](GroupContext& g) {
+      if (!g.context) {
+        if (send_counts[0] != recv_counts[0])
+          throw InternalError("all_to_all: a group of one sends and receives different counts");
+        if (send_counts[0] > 0) std::memmove(out, in, static_cast<size_t>(send_counts[0] * es));
+        return;
+      }
+      std::vector<int64_t> sb, rb;
+      for (int64_t c : send_counts) sb.push_back(c * es);
+      for (int64_t c : recv_counts) rb.push_back(c * es);
+      // Gloo wants a buffer even when this member moves nothing.
+      uint8_t dummy_in = 0, dummy_out = 0;
+      auto* src = total(send_counts) ? const_cast<uint8_t*>(static_cast<const uint8_t*>(in)) : &dummy_in;
+      auto* dst = total(recv_counts) ? static_cast<uint8_t*>(out) : &dummy_out;
+      gloo::AlltoallvOptions opts(g.context);
+      opts.setInput(src, sb);
+      opts.setOutput(dst, rb);
+      opts.setTag(g.tag);
+      opts.setTimeout(options_.timeout);
+      gloo::alltoallv(opts);
+    });
+  }
+
+  void broadcast(void* buf, int64_t count, DType dtype, int root, const Group& group) override {
+    const int64_t es = copy_size(dtype, "broadcast");
+    check_count(count, "broadcast");
+    if (root < 0 || root >= group.size())
+      throw InternalError("broadcast: root " + std::to_string(root) + " is not a rank of group " + group.str());
+    run("broadcast", group, [&](GroupContext& g) {
+      if (!g.context || count == 0) return;
+      gloo::BroadcastOptions opts(g.context);
+      opts.setOutput(static_cast<uint8_t*>(buf), static_cast<size_t>(count * es));
+      opts.setRoot(root);
+      opts.setTag(g.tag);
+      opts.setTimeout(options_.timeout);
+      gloo::broadcast(opts);
+    });
+  }
+
+  void barrier(const Group& group) override {
+    run("barrier", group, [&](GroupContext& g) {
+      if (!g.context) return;
+      gloo::BarrierOptions opts(g.context);
+      opts.setTag(g.tag);
+      opts.setTimeout(options_.timeout);
+      gloo::barrier(opts);
+    });
+  }
+
+ private:
+  void open_store() {
+    const RendezvousSpec spec = parse_rendezvous(options_.rendezvous);
+    if (spec.kind == RendezvousSpec::Kind::File) {
+      std::error_code ec;
+      std::filesystem::create_directories(spec.dir, ec);  // FileStore reports a directory it cannot use
+      store_ = std::make_unique<rdv::FileStore>(spec.dir);
+    } else {
+#if GLOO_USE_REDIS
+      store_ = std::make_unique<rdv::RedisStore>(spec.host, spec.port);
+#else
+      throw InputError("--rendezvous '" + options_.rendezvous + "': this Gloo was built without Redis support");
+#endif
+    }
+    if (!options_.prefix.empty()) job_store_ = std::make_unique<rdv::PrefixStore>(options_.prefix, *store_);
+  }
+  rdv::Store& job_store() { return job_store_ ? *job_store_ : *store_; }
+
+  template <typename T>
+  void gloo_all_reduce(GroupContext& g, T* buf, int64_t count, AddFn fn) {
+    gloo::AllreduceOptions opts(g.context);
+    opts.setOutput(buf, static_cast<size_t>(count));
+    opts.setReduceFunction(fn);
+    opts.setTag(g.tag);
+    opts.setTimeout(options_.timeout);
+    gloo::allreduce(opts);
+  }
+
+  static int64_t esize(DType t) { return comm_dtype_size(t); }
+  static int64_t copy_size(DType t, const char* what) {
+    const int64_t s = comm_dtype_size(t);
+    if (s == 0) throw InternalError(std::string(what) + ": dtype " + dtype_label(t) + " cannot be moved");
+    return s;
+  }
+  static AddFn sum_fn(DType t, const char* what) {
+    switch (t) {
+      case DType::F32: return &add<float>;
+      case DType::F64: return &add<double>;
+      case DType::I32: return &add<int32_t>;
+      case DType::I64: return &add<int64_t>;
+      default: throw InternalError(std::string(what) + ": no sum for dtype " + dtype_label(t));
+    }
+  }
+  static void check_count(int64_t count, const char* what) {
+    if (count < 0) throw InternalError(std::string(what) + ": negative count " + std::to_string(count));
+  }
+  static void check_counts(const std::vector<int64_t>& counts, const Group& g, const char* what) {
+    if (counts.size() != g.ranks.size())
+      throw InternalError(std::string(what) + ": " + std::to_string(counts.size()) + " counts for group " + g.str());
+    for (int64_t c : counts) check_count(c, what);
+  }
+  static int64_t total(const std::vector<int64_t>& counts) { return std::accumulate(counts.begin(), counts.end(), int64_t{0}); }
+
+  void check_group(const Group& g, const char* what) const {
+    std::set<int> seen;
+    for (int r : g.ranks) {
+      if (r < 0 || r >= size() || !seen.insert(r).second)
+        throw InternalError(std::string(what) + ": group " + g.str() + " is not a set of distinct ranks of a world of " +
+                            std::to_string(size()));
+    }
+    if (g.index_of(rank()) < 0)
+      throw InternalError(std::string(what) + ": rank " + std::to_string(rank()) + " is not in group " + g.str());
+  }
+
+  // The group's context, made and cached on first use: its members meet in the store under the
+  // group's key. Throws CommError (`what` over the group) when they do not.
+  GroupContext& context(const Group& g, const char* what) {
+    auto it = contexts_.find(g.ranks);
+    if (it != contexts_.end()) return it->second;
+    GroupContext gc;
+    if (g.size() > 1) {
+      try {
+        rdv::PrefixStore prefixed(group_key(g), job_store());
+        TimeoutStore store(prefixed, options_.timeout);
+        auto ctx = std::make_shared<rdv::Context>(g.index_of(rank()), g.size());
+        ctx->setTimeout(options_.timeout);
+        ctx->connectFullMesh(store, device_);
+        gc.context = std::move(ctx);
+      } catch (const std::exception& e) {
+        fail(what, g, e.what());
+      }
+    }
+    return contexts_.emplace(g.ranks, std::move(gc)).first->second;
+  }
+
+  // Runs one collective on the group's context; every failure becomes a CommError, after which
+  // this communicator is unusable and its connections are closed (so the peers fail fast too).
+  template <typename Fn>
+  void run(const char* what, const Group& group, Fn&& fn) {
+    if (!failed_.empty())
+      throw CommError(what, group, rank(), "the communicator is unusable after an earlier error: " + failed_);
+    check_group(group, what);
+    GroupContext& g = context(group, what);
+    try {
+      fn(g);
+      ++g.tag;
+    } catch (const InternalError&) {
+      throw;
+    } catch (const std::exception& e) {
+      fail(what, group, e.what());
+    }
+  }
+
+  [[noreturn]] void fail(const char* what, const Group& group, const std::string& cause) {
+    failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
+    contexts_.clear();
+    throw CommError(what, group, rank(), cause);
+  }
+
+  void halving_doubling_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
+                                       DType dtype) {
+    const int64_t es = esize(dtype);
+    const auto bytes = static_cast<size_t>(total(counts) * es);
+    auto key = std::make_pair(dtype, counts);
+    auto it = g.halving_doubling.find(key);
+    if (it == g.halving_doubling.end()) {
+      if (g.halving_doubling.size() >= kHalvingDoublingCacheEntries) g.halving_doubling.clear();
+      HalvingDoubling h;
+      h.scratch.resize(bytes);
+      switch (dtype) {
+        case DType::F32: h.algorithm = make_halving_doubling<float>(g.context, h.scratch.data(), counts); break;
+        case DType::F64: h.algorithm = make_halving_doubling<double>(g.context, h.scratch.data(), counts); break;
+        case DType::I32: h.algorithm = make_halving_doubling<int32_t>(g.context, h.scratch.data(), counts); break;
+        default: h.algorithm = make_halving_doubling<int64_t>(g.context, h.scratch.data(), counts); break;
+      }
+      it = g.halving_doubling.emplace(std::move(key), std::move(h)).first;
+    }
+    HalvingDoubling& h = it->second;
+    std::memcpy(h.scratch.data(), in, bytes);
+    h.algorithm->run();
+    const int64_t mine = counts[static_cast<size_t>(g.context->rank)];
+    if (mine > 0) std::memcpy(out, h.scratch.data(), static_cast<size_t>(mine * es));  // its result comes first
+  }
+
+  // Direct reduce-scatter: one Gloo alltoallv sends piece j of my input to member j and brings me
+  // every member's piece `me`; I add them up. Each member sends and receives (n-1)/n of the input,
+  // as a ring does, in one round instead of n-1 (Gloo's unbound buffers cost a handshake per
+  // message, which made the ring 2-10x slower than Gloo's halving-doubling below 4 MiB on 4 ranks).
+  void direct_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
+                             int64_t es, AddFn fn) {
+    const int n = g.context->size, me = g.context->rank;
+    const int64_t mine = counts[static_cast<size_t>(me)];
+    const size_t piece_bytes = static_cast<size_t>(mine * es);
+    std::vector<int64_t> send_bytes, recv_bytes(static_cast<size_t>(n), mine * es);
+    for (int64_t c : counts) send_bytes.push_back(c * es);
+    scratch_.resize(std::max<size_t>(1, piece_bytes * static_cast<size_t>(n)));
+    uint8_t dummy = 0;
+    gloo::AlltoallvOptions opts(g.context);
+    opts.setInput(total(counts) ? const_cast<uint8_t*>(static_cast<const uint8_t*>(in)) : &dummy, send_bytes);
+    opts.setOutput(scratch_.data(), recv_bytes);
+    opts.setTag(g.tag);
+    opts.setTimeout(options_.timeout);
+    gloo::alltoallv(opts);
+    if (mine == 0) return;
+    const auto elems = static_cast<size_t>(mine);
+    fn(out, scratch_.data(), scratch_.data() + piece_bytes, elems);
+    for (int k = 2; k < n; ++k) fn(out, out, scratch_.data() + static_cast<size_t>(k) * piece_bytes, elems);
+  }
+
+  GlooOptions options_;
+  std::unique_ptr<rdv::Store> store_;
+  std::unique_ptr<rdv::Store> job_store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::map<std::vector<int>, GroupContext> contexts_;
+  std::vector<uint8_t> scratch_;
+  std::string failed_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& o) {
+  if (o.size < 1) throw InputError("gloo communicator: world size " + std::to_string(o.size) + " is below 1");
+  if (o.rank < 0 || o.rank >= o.size)
+    throw InputError("gloo communicator: rank " + std::to_string(o.rank) + " outside 0.." + std::to_string(o.size - 1));
+  if (o.timeout.count() <= 0) throw InputError("gloo communicator: the timeout must be positive");
+  parse_rendezvous(o.rendezvous);
+  // Gloo writes to its sockets without MSG_NOSIGNAL: a write to a dead peer would raise SIGPIPE,
+  // whose default action kills this process instead of letting the collective throw.
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
+  }
+  return std::make_unique<GlooCommunicator>(o);
+}
+
+}  // namespace tensoropt::comm

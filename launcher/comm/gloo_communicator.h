@@ -1,0 +1,73 @@
+// GlooCommunicator: the Communicator (communicator.h) of CPU workers, over Gloo's TCP transport.
+//
+// Rendezvous: the processes meet through a store that already exists, never a protocol of ours:
+//   file:DIR            Gloo's FileStore in DIR (created if missing): one machine, or a shared file
+//                       system as Slurm clusters have;
+//   redis://HOST:PORT   Gloo's RedisStore (Debian's libgloo is built with hiredis) on a running
+//                       redis-server, e.g. Debian's.
+// A store's keys are set once (Gloo refuses to overwrite), so a store reused by several jobs needs
+// a distinct `prefix` per job; a fresh directory or server needs none.
+//
+// Groups: one Gloo context per group, made the first time the group is used and cached; its
+// members meet through a PrefixStore named after the group's ranks ("g0,2,4", a hash for long
+// lists), so every subgroup has its own keys in the one store. The world's context is made by the
+// constructor, which therefore returns only once every rank has joined (or throws). A group of one
+// needs no context: its collectives are local copies.
+//
+// Algorithms: all_reduce is Gloo's allreduce (ring), all_gather_v Gloo's allgatherv (ring),
+// all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v: up to 1 MiB of
+// input, Gloo's ReduceScatterHalvingDoubling (an algorithm object of Gloo's older buffer API, built
+// once per group, dtype and counts on a scratch copy of the input, and cached: 32 per group); above,
+// one Gloo alltoallv that brings each member every member's piece, then a local sum (the same bytes
+// as a ring, in one round, and no 3x copy of the input).
+//
+// Timeouts: `timeout` bounds every wait: each store wait of the rendezvous (which Gloo polls with
+// one-second granularity, so a rendezvous fails between timeout and timeout + 1 s), each connect
+// and each collective end to end. Errors: as communicator.h; the constructor throws CommError
+// ("rendezvous" over the world) when the world does not meet, InputError for a bad spec or option.
+// Not thread-safe (communicator.h). Must be created after any fork(): Gloo runs a network thread.
+// Process-wide effect: make_gloo_communicator sets SIGPIPE to ignored when it has its default
+// action, as Python (hence PyTorch) does: Gloo writes to sockets without MSG_NOSIGNAL, and a write
+// to a peer that died must be a CommError, not the death of this process (a test kills a peer).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "launcher/comm/communicator.h"
+
+namespace tensoropt::comm {
+
+// A parsed --rendezvous value.
+struct RendezvousSpec {
+  enum class Kind { File, Redis };
+  Kind kind = Kind::File;
+  std::string dir;   // File
+  std::string host;  // Redis
+  int port = 0;      // Redis, 1..65535
+};
+// "file:DIR" or "redis://HOST:PORT". Throws InputError (one line, naming the value) otherwise:
+// an unknown scheme, an empty DIR or HOST, a missing or non-numeric port, a port outside 1..65535.
+RendezvousSpec parse_rendezvous(std::string_view spec);
+
+struct GlooOptions {
+  int rank = 0;
+  int size = 1;
+  std::string rendezvous;  // parse_rendezvous's format
+  std::string prefix;      // namespaces this job's keys in a shared store; "" for none
+  std::chrono::milliseconds timeout{30000};
+  // Where this process listens for its peers: a network interface ("lo", "eth0") or else a
+  // hostname or address ("127.0.0.1"). Both empty: the GLOO_SOCKET_IFNAME variable's interface
+  // when set, else the address this machine's hostname resolves to (Gloo's default).
+  std::string interface;
+  std::string hostname;
+};
+
+// Meets the world through the store and connects every pair. Throws InputError for a bad
+// rendezvous spec, a rank outside 0..size-1, size < 1 or a timeout <= 0; CommError when the world
+// does not meet within the timeout or the store cannot be reached.
+std::unique_ptr<Communicator> make_gloo_communicator(const GlooOptions& options);
+
+}  // namespace tensoropt::comm
