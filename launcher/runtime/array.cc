@@ -44,6 +44,16 @@ Array Array::view(Shape shape) const {
   return v;
 }
 
+Array Array::view_at(int64_t offset, Shape shape) const {
+  const int64_t n = tensoropt::numel(shape);
+  TO_CHECK(offset >= 0 && n >= 0 && offset + n <= numel_);
+  Array v = *this;
+  v.shape_ = std::move(shape);
+  v.numel_ = n;
+  v.offset_ += offset * dtype_size(dtype_);
+  return v;
+}
+
 DType runtime_dtype(const Tensor& x) {
   if (dtype_is_float(x.dtype)) return DType::F32;
   if (x.dtype == DType::Bool) return DType::Bool;

@@ -42,6 +42,8 @@ class Array {
 
   // The same memory under another shape of equal element count (checked).
   Array view(Shape shape) const;
+  // The `numel(shape)` elements from element `offset` on, under `shape` (checked to fit).
+  Array view_at(int64_t offset, Shape shape) const;
   // "float32[2,3]"
   std::string str() const;
 

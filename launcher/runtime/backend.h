@@ -42,6 +42,9 @@ class Backend {
   virtual void accumulate(Array& dst, const Array& src) = 0;
   // dst = src in dst's dtype (float32 <-> bfloat16, rounded to nearest even; same shape).
   virtual void convert(const Array& src, Array& dst) = 0;
+  // Along dimension `dim`: dst[..., dst_at + k, ...] = src[..., src_at + k, ...] for 0 <= k < len.
+  // src and dst have the same dtype, rank and sizes in every other dimension. Any dtype.
+  virtual void copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) = 0;
 
   // The mean loss over every labelled position, as torch.nn.functional.cross_entropy on logits
   // flattened to [N, C] ([B, C] with labels [B], [B, T, C] with labels [B, T]); labels < 0 are

@@ -104,6 +104,27 @@ void CpuBackend::convert(const Array& src, Array& dst) {
   });
 }
 
+void CpuBackend::copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) {
+  TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
+  int64_t outer = 1, inner = dtype_size(src.dtype());
+  for (int d = 0; d < src.rank(); ++d) {
+    if (d == dim) continue;
+    TO_CHECK(src.dim(d) == dst.dim(d));
+    if (d < dim) outer *= src.dim(d);
+    else inner *= src.dim(d);
+  }
+  TO_CHECK(len >= 0 && src_at >= 0 && dst_at >= 0 && src_at + len <= src.dim(dim) && dst_at + len <= dst.dim(dim));
+  if (len == 0 || outer == 0 || inner == 0) return;
+  const auto* s = static_cast<const char*>(src.raw());
+  auto* d = static_cast<char*>(dst.raw());
+  const int64_t sn = src.dim(dim), dn = dst.dim(dim), piece = len * inner;
+  parallel_for(outer, std::max<int64_t>(1, (1 << 16) / piece), threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) {
+      std::memcpy(d + (o * dn + dst_at) * inner, s + (o * sn + src_at) * inner, static_cast<size_t>(piece));
+    }
+  });
+}
+
 double CpuBackend::cross_entropy(const Array& logits, const Array& labels, Array* dlogits) {
   TO_CHECK(logits.dtype() == DType::F32 && logits.rank() >= 2);
   const int64_t classes = logits.dim(logits.rank() - 1);
