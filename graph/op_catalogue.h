@@ -52,6 +52,10 @@ struct IterSpace {
   std::vector<IterDim> dims;
   std::vector<std::vector<int>> inputs;
   std::vector<std::vector<int>> outputs;
+  // Inputs added to the output after the reduction (a Gemm's C, a convolution's bias): where a
+  // configuration splits a reduction dim, such an input must hold its share of the partial sums
+  // (placement P), not a replicated copy every device would add again.
+  std::vector<int> additive;
 };
 
 struct OutType {

@@ -73,6 +73,7 @@ OpDef conv() {
       ya.push_back(od + static_cast<int>(i));
     }
     s.inputs = {xa, wa, {g > 1 ? gd : md}};
+    s.additive = {2};
     s.outputs = {ya};
     return s;
   };
@@ -127,6 +128,7 @@ OpDef gemm() {
         ca.push_back(c[i] == (axis == 0 ? g.m : g.n) ? axis : -1);
       }
       s.inputs.push_back(ca);
+      s.additive = {2};
     }
     s.outputs = {{0, 1}};
     return s;
@@ -355,7 +357,7 @@ OpDef einsum() {
   };
   d.space = [](const OpView& v) {
     EinsumSpec s = parse_einsum(v);
-    return IterSpace{s.dims, s.operands, {s.output}};
+    return IterSpace{s.dims, s.operands, {s.output}, {}};
   };
   d.fwd_flops = [](const OpView& v) { return (v.num_inputs() >= 2 ? 2 : 1) * einsum_points(v); };
   d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) {
@@ -427,6 +429,7 @@ OpDef conv_transpose() {
     }
     if (v.node.attr_int("group", 1) > 1) wa[1] = -1;
     s.inputs = {xa, wa, {1}};
+    s.additive = {2};
     s.outputs = {ya};
     return s;
   };

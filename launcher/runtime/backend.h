@@ -40,6 +40,8 @@ class Backend {
   // dst += src (same shape; float32 or bfloat16, each side either): gradients of a tensor read by
   // several ops. A bfloat16 dst is rounded to nearest even once, after the float32 sum.
   virtual void accumulate(Array& dst, const Array& src) = 0;
+  // a *= factor (float32).
+  virtual void scale(Array& a, double factor) = 0;
   // dst = src in dst's dtype (float32 <-> bfloat16, rounded to nearest even; same shape).
   virtual void convert(const Array& src, Array& dst) = 0;
   // Along dimension `dim`: dst[..., dst_at + k, ...] = src[..., src_at + k, ...] for 0 <= k < len.

@@ -282,7 +282,7 @@ std::vector<Array> Executor::forward_node(size_t i, const StepContext& ctx, cons
       out.push_back(&outs[o]);
     }
   }
-  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx});
+  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, nullptr});
   converted.clear();  // the float32 copies of the inputs: done before the outputs are stored
   if (updates) {
     for (auto [o, input] : k.state_updates) {
@@ -356,7 +356,7 @@ void Executor::run_backward(const StepContext& ctx) {
         dins[k] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
         din.push_back(&dins[k]);
       }
-      kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx});
+      kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, nullptr});
       converted.clear();  // float32 copies: gone before the gradients are stored
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!p.input_grad[k]) continue;

@@ -59,7 +59,14 @@ struct ExecutorOptions {
   bool bf16 = false;
 };
 
-class Executor {
+// What the optimizer reads: the gradient of each parameter it updates (the executors).
+class GradientSource {
+ public:
+  virtual ~GradientSource() = default;
+  virtual const Array& gradient(int tensor) const = 0;
+};
+
+class Executor final : public GradientSource {
  public:
   // `state` holds an Array for every parameter, buffer and constant the nodes read (weights.h
   // loads or initialises them), keyed by tensor index; the executor reads and updates them.
@@ -78,7 +85,7 @@ class Executor {
                      const StepContext& ctx);
 
   // REQUIRES: `tensor` is one of gradient_tensors().
-  const Array& gradient(int tensor) const;
+  const Array& gradient(int tensor) const override;
   // Tensors that receive a gradient: parameters, and data inputs with input_gradients.
   const std::vector<int>& gradient_tensors() const { return grad_roots_; }
   const Graph& graph() const { return g_; }

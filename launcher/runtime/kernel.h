@@ -50,6 +50,15 @@ struct OpState {
   std::vector<Array> saved;
 };
 
+// Sharded execution (sharded_executor.h): where each input's local shard lies in the whole tensor.
+// Most kernels never look: an op's configuration makes its local op the op on local shards. The
+// exception reads it: Gather on a table split along the gathered axis (Megatron's vocabulary split)
+// looks up the rows this shard holds and leaves zeros for the others (partial sums).
+struct ShardInfo {
+  std::vector<Shape> global;                 // per input: the whole tensor's shape
+  std::vector<std::vector<int64_t>> offset;  // per input, per axis: the shard's first index
+};
+
 struct OpCall {
   const Node& node;
   int node_index;                   // position in the graph, for per-node random streams
@@ -57,6 +66,7 @@ struct OpCall {
   std::vector<Array*> out;          // nullptr for an omitted optional output
   OpState& state;
   const StepContext& ctx;
+  const ShardInfo* shard;           // nullptr: whole tensors (one device)
 };
 
 struct GradCall {
@@ -69,6 +79,7 @@ struct GradCall {
   const std::vector<Shape>& in_shapes;  // every forward input's shape, saved or not
   OpState& state;
   const StepContext& ctx;
+  const ShardInfo* shard;           // nullptr: whole tensors (one device)
 };
 
 struct OpKernel {

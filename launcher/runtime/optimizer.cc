@@ -35,7 +35,7 @@ Optimizer::Optimizer(const OptimizerSettings& s, Backend& backend, std::map<int,
   }
 }
 
-void Optimizer::step(const Executor& ex) {
+void Optimizer::step(const GradientSource& ex) {
   ++steps_;
   for (int t : params_) {
     Array& w = weights_.at(t);

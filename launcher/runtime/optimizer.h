@@ -34,7 +34,7 @@ class Optimizer {
   // `weights`: the model state (weights.h); `params`: the tensors to update (their gradients
   // come from the executor).
   Optimizer(const OptimizerSettings& s, Backend& backend, std::map<int, Array>& weights, std::vector<int> params);
-  void step(const Executor& ex);
+  void step(const GradientSource& ex);
   int64_t steps() const { return steps_; }
   void set_steps(int64_t steps) { steps_ = steps; }
   // Per parameter, its state arrays in a fixed order: sgd {momentum} (none without momentum),

@@ -1,5 +1,7 @@
 #include "planner/parallel/op_configs.h"
 
+#include <algorithm>
+
 namespace tensoropt::planner {
 namespace {
 
@@ -10,7 +12,7 @@ bool splittable(DimRole r) {
 // The layout of one operand whose axes map to dims by `axes`, under `axis_dim`; nullopt-like
 // `ok = false` when an output would lose a split parallel dim.
 Layout operand_layout(const std::vector<int>& axes, const std::vector<int>& axis_dim, const IterSpace& space,
-                      bool is_output, bool& ok) {
+                      bool is_output, bool additive, bool& ok) {
   std::vector<Placement> p;
   for (int d : axis_dim) {
     if (d < 0) {
@@ -23,12 +25,12 @@ Layout operand_layout(const std::vector<int>& axes, const std::vector<int>& axis
     }
     if (tensor_axis >= 0) {
       p.push_back(Placement::shard(tensor_axis));
-    } else if (!is_output) {
+    } else if (!is_output && !additive) {
       p.push_back(Placement::replicate());
     } else if (space.dims[static_cast<size_t>(d)].role == DimRole::Reduction) {
       p.push_back(Placement::partial());
     } else {
-      ok = false;
+      ok = ok && !is_output;  // an output that loses a split parallel dim is no configuration
       p.push_back(Placement::replicate());
     }
   }
@@ -76,12 +78,15 @@ std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh
       ok = space.dims[d].size % parts == 0;
     }
     if (ok) {
-      for (const auto& in : space.inputs) c.inputs.push_back(operand_layout(in, c.axis_dim, space, false, ok));
+      for (size_t i = 0; i < space.inputs.size(); ++i) {
+        const bool additive = std::find(space.additive.begin(), space.additive.end(), static_cast<int>(i)) != space.additive.end();
+        c.inputs.push_back(operand_layout(space.inputs[i], c.axis_dim, space, false, additive, ok));
+      }
       for (size_t o = 0; o < space.outputs.size(); ++o) {
         if (o < output_used.size() && !output_used[o]) {
           c.outputs.push_back(Layout::replicated(axes));
         } else {
-          c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, ok));
+          c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, false, ok));
         }
       }
     }

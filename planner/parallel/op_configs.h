@@ -6,6 +6,8 @@
 //   input:  the axis splits a dim the input has at tensor axis a   -> S(a);  otherwise R
 //   output: the axis splits a dim the output has at tensor axis a  -> S(a);
 //           the axis splits a reduction dim the output lacks       -> P (partial sums);
+//   an additive input (IterSpace::additive: a bias added after the reduction) on an axis that
+//   splits a reduction dim it lacks                                    -> P (its share of the sum);
 // Rules: only batch, parallel and reduction dims are split (spatial dims would need halo
 // exchange, window/normalized/fixed dims cannot be split inside the op); a dim may take several
 // mesh axes (batch over all of them is pure data parallelism); the product of the axes a dim takes

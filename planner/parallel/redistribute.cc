@@ -196,14 +196,28 @@ RedistributePlan backward_plan(const RedistributePlan& plan, const DeviceMesh& m
   std::vector<Move> moves;
   for (auto it = plan.steps.rbegin(); it != plan.steps.rend(); ++it)
     moves.push_back({it->mesh_axis, gradient_placement(it->to), gradient_placement(it->from), dual(it->kind)});
-  // Runs of consecutive phase-2 steps act on distinct axes and commute: list them in phase-2 order.
+  // Runs of consecutive phase-2 steps act on distinct axes; they commute, and are listed in phase-2
+  // order, when no tensor dimension is touched by two of them. Two AllToAlls that touch the same
+  // dimension do not commute: the chunks of a dimension nest in mesh-axis order (layout.h), so
+  // [S(2),S(1)] -> [S(1),S(0)] must move axis 1 off dimension 1 before axis 0 moves onto it.
   for (size_t i = 0; i < moves.size();) {
     size_t j = i;
-    while (j < moves.size() && phase2_rank(moves[j].kind) >= 0) ++j;
-    std::stable_sort(moves.begin() + static_cast<std::ptrdiff_t>(i), moves.begin() + static_cast<std::ptrdiff_t>(j),
-                     [](const Move& x, const Move& y) {
-                       return std::pair(phase2_rank(x.kind), x.axis) < std::pair(phase2_rank(y.kind), y.axis);
-                     });
+    std::vector<int> touched;
+    bool disjoint = true;
+    while (j < moves.size() && phase2_rank(moves[j].kind) >= 0) {
+      for (const Placement& p : {moves[j].from, moves[j].to}) {
+        if (!p.is_shard()) continue;
+        disjoint = disjoint && std::find(touched.begin(), touched.end(), p.dim()) == touched.end();
+        touched.push_back(p.dim());
+      }
+      ++j;
+    }
+    if (disjoint) {
+      std::stable_sort(moves.begin() + static_cast<std::ptrdiff_t>(i), moves.begin() + static_cast<std::ptrdiff_t>(j),
+                       [](const Move& x, const Move& y) {
+                         return std::pair(phase2_rank(x.kind), x.axis) < std::pair(phase2_rank(y.kind), y.axis);
+                       });
+    }
     i = j == i ? i + 1 : j;
   }
   RedistributePlan back{plan.shape, plan.dtype_bytes, gradient_layout(plan.to), gradient_layout(plan.from), {}};

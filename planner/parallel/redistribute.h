@@ -41,8 +41,11 @@
 // backward_plan(p) moves the gradient of p.to back to the gradient of p.from: p's steps in reverse
 // order, each replaced by its dual (AllGather <-> ReduceScatter, LocalSlice <-> LocalPad,
 // AllReduce <-> AllReduce, LocalPartial <-> LocalPartial, AllToAll(i->j) <-> AllToAll(j->i)), with
-// the sizes recomputed; runs of consecutive phase-2 steps (which act on distinct axes and commute)
-// are listed in phase-2 order. Dual steps have equal alpha-beta cost for even sizes.
+// the sizes recomputed; runs of consecutive phase-2 steps (which act on distinct axes) are listed in
+// phase-2 order when they commute, i.e. when no tensor dimension is touched by two of them (two
+// AllToAlls onto and off one dimension must keep their reverse order: chunks nest in axis order;
+// found by executing every 2x2 transition of a rank-3 tensor). Dual steps have equal alpha-beta
+// cost for even sizes.
 // Guarantee (tested): every plan and every backward plan, executed on a simulated mesh with real
 // numbers, lands exactly the values its target layout describes (all layouts of 1, 2 and 3 axes,
 // uneven sizes). backward_plan(redistribute(a->b)) == redistribute(grad(b) -> grad(a)) step for

@@ -177,6 +177,7 @@ TEST_CASE("transition: every layout pair on one mesh axis of 2, 3 and 4 workers,
 
 TEST_CASE("transition: every layout pair on 2x2 and 2x3 meshes, forward and backward") {
   every_transition({2, 2}, {3, 5});
+  every_transition({2, 2}, {2, 4, 6});
   every_transition({2, 3}, {4, 7});
 }
 

@@ -104,6 +104,15 @@ void CpuBackend::convert(const Array& src, Array& dst) {
   });
 }
 
+void CpuBackend::scale(Array& a, double factor) {
+  TO_CHECK(a.dtype() == DType::F32);
+  float* x = a.data<float>();
+  const auto f = static_cast<float>(factor);
+  parallel_for(a.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) x[i] *= f;
+  });
+}
+
 void CpuBackend::copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) {
   TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
   int64_t outer = 1, inner = dtype_size(src.dtype());

@@ -22,6 +22,7 @@ class CpuBackend final : public Backend {
   void fill(Array& a, double value) override;
   void accumulate(Array& dst, const Array& src) override;
   void convert(const Array& src, Array& dst) override;
+  void scale(Array& a, double factor) override;
   void copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) override;
   double cross_entropy(const Array& logits, const Array& labels, Array* dlogits) override;
   double mse(const Array& output, const Array& target, Array* doutput) override;

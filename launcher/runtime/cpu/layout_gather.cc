@@ -33,10 +33,21 @@ std::vector<int64_t> checked_indices(const Node& node, const Array& indices, int
 // ddata[o, a, i] = sum over k with indices[k] = a of dout[o, k, i] (an embedding's table
 // gradient). Backward zeroes ddata once, then threads split the outer rows, or the inner columns
 // when there are few rows, so repeated indices never race.
+// A table split along the gathered axis (kernel.h, ShardInfo): indices are checked against the
+// whole axis, and those of rows another shard holds become -1 (zeros forward, nothing backward).
+std::vector<int64_t> local_indices(const Node& node, const Array& indices, const Array& table, int axis, const ShardInfo* shard) {
+  const bool split = shard && shard->global[0][static_cast<size_t>(axis)] != table.dim(axis);
+  if (!split) return checked_indices(node, indices, table.dim(axis));
+  std::vector<int64_t> idx = checked_indices(node, indices, shard->global[0][static_cast<size_t>(axis)]);
+  const int64_t lo = shard->offset[0][static_cast<size_t>(axis)], hi = lo + table.dim(axis);
+  for (int64_t& i : idx) i = i >= lo && i < hi ? i - lo : -1;
+  return idx;
+}
+
 void gather_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   int axis = norm_axis(c.node.attr_int("axis", 0), x.rank());
-  std::vector<int64_t> idx = checked_indices(c.node, *c.in[1], x.dim(axis));
+  std::vector<int64_t> idx = local_indices(c.node, *c.in[1], x, axis, c.shard);
   const int64_t outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis), A = x.dim(axis);
   const auto K = static_cast<int64_t>(idx.size());
   const int64_t row = inner * dtype_size(x.dtype());
@@ -46,7 +57,8 @@ void gather_forward(const OpCall& c) {
   parallel_for(outer * K, grain, c.ctx.threads, [&](int64_t lo, int64_t hi) {
     for (int64_t it = lo; it < hi; ++it) {
       int64_t o = it / K, k = it % K;
-      std::memcpy(dst + it * row, src + (o * A + idx[static_cast<size_t>(k)]) * row, static_cast<size_t>(row));
+      if (idx[static_cast<size_t>(k)] < 0) std::memset(dst + it * row, 0, static_cast<size_t>(row));
+      else std::memcpy(dst + it * row, src + (o * A + idx[static_cast<size_t>(k)]) * row, static_cast<size_t>(row));
     }
   });
 }
@@ -54,7 +66,7 @@ void gather_forward(const OpCall& c) {
 void gather_backward(const GradCall& c) {
   Array& dx = *c.din[0];
   int axis = norm_axis(c.node.attr_int("axis", 0), dx.rank());
-  std::vector<int64_t> idx = checked_indices(c.node, *c.in[1], dx.dim(axis));
+  std::vector<int64_t> idx = local_indices(c.node, *c.in[1], dx, axis, c.shard);
   const int64_t outer = outer_of(dx.shape(), axis), inner = inner_of(dx.shape(), axis), A = dx.dim(axis);
   const auto K = static_cast<int64_t>(idx.size());
   const float zero = 0;
@@ -67,6 +79,7 @@ void gather_backward(const GradCall& c) {
     for (int64_t it = lo; it < hi; ++it) {
       int64_t o = it / chunks, i0 = (it % chunks) * width, i1 = std::min(inner, i0 + width);
       for (int64_t k = 0; k < K; ++k) {
+        if (idx[static_cast<size_t>(k)] < 0) continue;
         float* d = g + (o * A + idx[static_cast<size_t>(k)]) * inner;
         const float* s = dy + (o * K + k) * inner;
         for (int64_t i = i0; i < i1; ++i) d[i] += s[i];

@@ -1,0 +1,196 @@
+// The sharded training step equals the one-device step: on the runtime's reference models, for
+// random strategies of the planner's space (every variable's configuration drawn at random, so
+// tensor, data and mixed parallelism, partial sums, tensor variables and every kind of layout
+// transition occur) on meshes [2], [3] and [2,2] of worker processes over Gloo, three steps of SGD
+// with momentum give the one-device losses (relative 1e-5: float32 sums in another order), the
+// first step's gradients (per tensor |ours - one device| <= 1e-4 * max|one device| + 1e-7) and the
+// final weights (1e-3 * max + 1e-5: three steps carry the first step's rounding differences on).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graph/import.h"
+#include "launcher/comm/gloo_communicator.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/data.h"
+#include "launcher/runtime/optimizer.h"
+#include "launcher/runtime/sharded_executor.h"
+#include "launcher/runtime/weights.h"
+#include "planner/compute_model.h"
+#include "planner/parallel/cluster.h"
+#include "tests/children.h"
+
+namespace tensoropt {
+namespace {
+
+using namespace runtime;
+
+const std::string kDir = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+constexpr int kSteps = 3;
+
+// SGD with momentum: unlike Adam, which moves an element by about lr whatever the size of its
+// gradient, it keeps a difference in rounding a difference in rounding, so weights compare tightly.
+OptimizerSettings sgd() {
+  OptimizerSettings s;
+  s.kind = OptimizerKind::Sgd;
+  s.lr = 0.05;
+  s.momentum = 0.9;
+  return s;
+}
+
+struct OneDevice {
+  std::vector<double> losses;
+  std::map<std::string, std::vector<float>> weights;  // final parameters by name
+  std::map<std::string, std::vector<float>> grads;    // first step's gradients by name
+};
+
+OneDevice one_device(const std::string& name) {
+  Graph g = import_onnx_file(kDir + name + ".onnx", {.batch = 4});
+  cpu::CpuBackend backend(1);
+  LoadedState state = load_state(g, g.source_path, backend, 0);
+  Executor ex(g, backend, state.arrays);
+  Optimizer opt(sgd(), backend, state.arrays, ex.gradient_tensors());
+  auto data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
+  OneDevice r;
+  for (int s = 1; s <= kSteps; ++s) {
+    Batch b = data->next(s);
+    r.losses.push_back(ex.train_step(b.inputs, b.target, StepContext{&backend.allocator(), true, 0, s, 1}));
+    for (int t : ex.gradient_tensors()) {
+      const Array& d = ex.gradient(t);
+      if (s == 1) r.grads[g.tensors[static_cast<size_t>(t)].name] = std::vector<float>(d.data<float>(), d.data<float>() + d.numel());
+    }
+    opt.step(ex);
+  }
+  for (int t : ex.gradient_tensors()) {
+    const Array& w = state.arrays.at(t);
+    r.weights[g.tensors[static_cast<size_t>(t)].name] = std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
+  }
+  return r;
+}
+
+// Every parameter's synchronised gradient, gathered, against the one-device step's.
+void check_gradients(const Graph& g, const ShardedExecutor& ex, const Sharding& sh, Backend& backend, const OneDevice& want) {
+  const planner::Layout r = planner::Layout::replicated(sh.where.mesh->ndim());
+  std::string failures;
+  for (int t : ex.gradient_tensors()) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    const Array whole = run_transition(ex.gradient(t), planner::redistribute(x.shape, 4, sh.home[static_cast<size_t>(t)], r, *sh.where.mesh),
+                                       sh.where, backend, MemoryKind::Transients);
+    const std::vector<float>& ref = want.grads.at(x.name);
+    double scale = 0, worst = 0;
+    size_t at = 0;
+    for (float v : ref) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double d = std::abs(whole.data<float>()[i] - ref[i]);
+      if (d > worst) worst = d, at = i;
+    }
+    if (worst > 1e-4 * scale + 1e-7) {
+      std::ostringstream os;
+      os << "gradient of " << x.name << " (" << sh.home[static_cast<size_t>(t)].str() << ") differs by " << worst << " at element " << at
+         << " (one device " << ref[at] << ", largest " << scale << "); read by";
+      for (size_t n = 0; n < g.nodes.size(); ++n)
+        for (size_t q = 0; q < g.nodes[n].inputs.size(); ++q)
+          if (g.nodes[n].inputs[q] == t) os << " " << g.nodes[n].label() << " in " << sh.in[n][q].str() << " out " << sh.out[n][0].str();
+
+      failures += (failures.empty() ? "" : " | ") + os.str();
+    }
+  }
+  if (!failures.empty()) throw std::runtime_error(failures);
+}
+
+// One worker: a random strategy (the same draw on every worker), three steps, then its losses and
+// gathered weights against the one-device run. Throws on the first difference.
+void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_t draw, int rank, const std::string& store,
+            const OneDevice& want) {
+  Graph g = import_onnx_file(kDir + name + ".onnx", {.batch = 4});
+  const planner::Cluster cluster = planner::load_cluster("cpu");
+  const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, mesh_shape);
+  planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
+  planner::SpaceOptions so;
+  planner::StrategySpace space(g, mesh, compute, so);
+  std::mt19937_64 rng(draw);
+  std::vector<int> assignment;
+  for (const planner::Variable& v : space.variables())
+    assignment.push_back(static_cast<int>(rng() % v.configs.size()));
+
+  comm::GlooOptions o;
+  o.rank = rank;
+  o.size = mesh.size();
+  o.rendezvous = "file:" + store;
+  o.timeout = std::chrono::seconds(20);
+  o.hostname = "127.0.0.1";
+  auto comm = comm::make_gloo_communicator(o);
+  cpu::CpuBackend backend(1);
+  const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
+  LoadedState state = load_state(g, g.source_path, backend, 0);
+  for (auto& [t, a] : state.arrays)
+    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
+  ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
+  Optimizer opt(sgd(), backend, state.arrays, ex.gradient_tensors());
+  auto data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
+  for (int s = 1; s <= kSteps; ++s) {
+    Batch b = data->next(s);
+    const double loss = ex.train_step(b.inputs, b.target, StepContext{&backend.allocator(), true, 0, s, 1});
+    const double ref = want.losses[static_cast<size_t>(s - 1)];
+    if (std::abs(loss - ref) > 1e-5 * std::abs(ref)) {
+      std::ostringstream os;
+      os << "step " << s << ": loss " << loss << ", one device " << ref << "; strategy:";
+      for (size_t v = 0; v < assignment.size(); ++v)
+        os << " " << space.variables()[v].name << "=" << space.variables()[v].configs[static_cast<size_t>(assignment[v])].name;
+      throw std::runtime_error(os.str());
+    }
+    if (s == 1) check_gradients(g, ex, sh, backend, want);
+    opt.step(ex);
+  }
+  const planner::Layout r = planner::Layout::replicated(mesh.ndim());
+  for (int t : ex.gradient_tensors()) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    const Array whole = run_transition(state.arrays.at(t), planner::redistribute(x.shape, 4, sh.home[static_cast<size_t>(t)], r, mesh),
+                                       sh.where, backend, MemoryKind::Transients);
+    const std::vector<float>& ref = want.weights.at(x.name);
+    double scale = 0, worst = 0;
+    for (float v : ref) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(whole.data<float>()[i] - ref[i])));
+    if (worst > 1e-3 * scale + 1e-5) {
+      std::ostringstream os;
+      os << "weight " << x.name << " (" << sh.home[static_cast<size_t>(t)].str() << ") differs by " << worst;
+      throw std::runtime_error(os.str());
+    }
+  }
+}
+
+void random_strategies(const std::string& name, const std::vector<int>& mesh_shape, int draws) {
+  const OneDevice want = one_device(name);
+  int n = 1;
+  for (int a : mesh_shape) n *= a;
+  for (int d = 0; d < draws; ++d) {
+    CAPTURE(name);
+    CAPTURE(d);
+    test::TempDir dir;
+    auto results = test::run_children(n, [&](int rank) { worker(name, mesh_shape, 1000 + static_cast<uint64_t>(d), rank, dir.path, want); },
+                                      std::chrono::seconds(120));
+    for (size_t r = 0; r < results.size(); ++r) {
+      CAPTURE(r);
+      CHECK(results[r].message == "ok");
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("sharded step: random strategies on 2 and 3 workers equal the one-device step") {
+  for (const char* name : {"mlp", "gpt"}) {
+    random_strategies(name, {2}, 3);
+    random_strategies(name, {3}, 2);
+  }
+}
+
+TEST_CASE("sharded step: random strategies on a 2x2 mesh equal the one-device step") {
+  for (const char* name : {"mlp", "gpt", "branches"}) random_strategies(name, {2, 2}, 2);
+}
+
+}  // namespace tensoropt
