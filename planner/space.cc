@@ -121,6 +121,10 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       used[o] = t >= 0 && (!uses[static_cast<size_t>(t)].empty() || is_output_[static_cast<size_t>(t)]);
     }
     v.op_configs = enumerate_configs(v.space, mesh_, used);
+    std::vector<Shape> in_shapes, out_shapes;
+    for (int t : node.inputs) in_shapes.push_back(t >= 0 ? g.tensors[static_cast<size_t>(t)].shape : Shape{});
+    for (int t : node.outputs) out_shapes.push_back(t >= 0 ? g.tensors[static_cast<size_t>(t)].shape : Shape{});
+    std::erase_if(v.op_configs, [&](const OpConfig& c) { return !whole_shards(c, in_shapes, out_shapes, mesh_); });
     TO_CHECK(!v.op_configs.empty());
     vars_.push_back(std::move(v));
   }

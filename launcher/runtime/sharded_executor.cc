@@ -251,7 +251,13 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
         continue;
       }
       const Shape shape = local(t, sh_.out[i][o]);
-      if (o == 0 && k.aliases_input) outs[o] = in[0]->view(shape);
+      if (o == 0 && k.aliases_input) {
+        if (numel(shape) != in[0]->numel()) {
+          throw InternalError("sharded executor: node " + n.label() + " views " + in[0]->str() + " (" + sh_.in[i][0].str() + ") as " +
+                              shape_str(shape) + " (" + sh_.out[i][o].str() + ")");
+        }
+        outs[o] = in[0]->view(shape);
+      }
       else outs[o] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), shape, backend_.allocator(),
                            need_out_[i][o] ? MemoryKind::Activations : MemoryKind::Transients);
       out.push_back(&outs[o]);

@@ -52,6 +52,22 @@ std::string OpConfig::str(const IterSpace& space) const {
   return s.empty() ? "replicate" : s;
 }
 
+bool whole_shards(const OpConfig& c, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs, const DeviceMesh& mesh) {
+  auto whole = [&](const Layout& l, const Shape& shape) {
+    std::vector<int64_t> parts(shape.size(), 1);
+    for (int a = 0; a < l.size(); ++a)
+      if (l[a].is_shard() && static_cast<size_t>(l[a].dim()) < shape.size()) parts[static_cast<size_t>(l[a].dim())] *= mesh.axis(a).size;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] % parts[d] != 0) return false;
+    return true;
+  };
+  for (size_t i = 0; i < inputs.size() && i < c.inputs.size(); ++i)
+    if (!whole(c.inputs[i], inputs[i])) return false;
+  for (size_t o = 0; o < outputs.size() && o < c.outputs.size(); ++o)
+    if (!whole(c.outputs[o], outputs[o])) return false;
+  return true;
+}
+
 std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh,
                                         const std::vector<bool>& output_used) {
   std::vector<int> candidates;

@@ -38,6 +38,13 @@ struct OpConfig {
 // `output_used[o]` false marks an output nothing reads (BatchNormalization's updated running
 // statistics, say): it never rules a configuration out and is given R (each device keeps its own,
 // as data-parallel frameworks do). Empty: every output is used.
+// Whether every operand of `c` is split into whole, equal shards: each tensor dimension a layout
+// shards is divisible by the product of the mesh axes sharding it. An iteration dim can divide
+// evenly while an operand's dimension mapped to it does not (a Reshape that merges a dimension of
+// 17 into one of 68: 68 splits in two, 17 does not, and the halves are no views of each other);
+// such a configuration is not one the runtime can run as the op on local shards.
+bool whole_shards(const OpConfig& c, const std::vector<Shape>& inputs, const std::vector<Shape>& outputs, const DeviceMesh& mesh);
+
 std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh& mesh,
                                         const std::vector<bool>& output_used = {});
 
