@@ -17,6 +17,7 @@
 #include "graph/error.h"
 #include "launcher/build_info.h"
 #include "launcher/train.h"
+#include "launcher/worker.h"
 
 namespace {
 
@@ -131,7 +132,10 @@ int main(int argc, char** argv) {
   int64_t run_batch = 0;
   CLI::App* rn = app.add_subcommand("run", "Train the model: forward, loss, backward and optimizer steps, measured against predicted");
   rn->add_option("model", train.model, "ONNX model file")->required();
-  rn->add_option("--gpus,-g", run_gpus, "Devices (workers); this version trains on one")->capture_default_str();
+  rn->add_option("--gpus,-g", run_gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  std::optional<std::string> rendezvous;
+  rn->add_option("--rendezvous", rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
   rn->add_option("--device", device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   rn->add_option("--batch,-b", run_batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
   rn->add_option("--save", train.save, "Write the trained model to FILE.onnx and the optimizer state to FILE.onnx.optim");
   rn->add_option("--resume", train.resume, "Start from a checkpoint written by --save");
   rn->add_option("--dtype", train.dtype, "fp32, or bf16 (mixed precision: bf16 activations and gradients, fp32 master weights; default: the plan's, fp32)");
-  rn->add_option("--plan", train.plan, "A plan file for 1 GPU (plan --gpus 1 --json FILE) or a strategy file: run its point");
+  rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(CLI::NonNegativeNumber);
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
 
@@ -179,9 +183,6 @@ int main(int argc, char** argv) {
     if (*pl) return cli::run_plan(plan, std::cout, std::cerr);
     if (*ev) return cli::run_evaluate(eval, std::cout);
     if (*rn) {
-      if (run_gpus != 1) {
-        throw InputError("--gpus " + std::to_string(run_gpus) + ": this version trains on one device; the multi-process launcher comes next (use --gpus 1)");
-      }
       if (device != "cpu") {
         throw InputError("--device " + device + ": this version trains on the CPU backend only (--device cpu)");
       }
@@ -190,6 +191,10 @@ int main(int argc, char** argv) {
       if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
       else if (loss == "mse") train.loss = runtime::LossKind::Mse;
       else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");
+      // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
+      if (std::optional<WorkerPlace> place = worker_place(rendezvous)) return run_worker(train, run_gpus, *place, std::cout, std::cerr);
+      if (rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
+      if (run_gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), run_gpus, train, std::cout, std::cerr);
       return run_training(train, std::cout, std::cerr);
     }
     std::cout << app.help();

@@ -18,6 +18,7 @@
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/weights.h"
+#include "launcher/train_common.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
 #include "planner/plan_file.h"
@@ -27,25 +28,6 @@ namespace tensoropt {
 namespace {
 
 using runtime::MemoryKind;
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
-}
-
-std::string human_seconds(double s) {
-  char buf[32];
-  if (s < 1) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.3f s", s);
-  return buf;
-}
 
 // The planner's cost of the strategy that runs: a plan's point, or else the one strategy a single
 // device has (every op replicated, nothing recomputed). A CPU worker with T threads is costed as
@@ -59,13 +41,7 @@ struct Prediction {
 
 Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision precision, int threads,
                    const planner::StoredStrategy* stored) {
-  planner::Cluster cluster = planner::load_cluster(s.cluster);
-  if (cluster.name == "cpu") {
-    cluster.gpu.peak_flops_fp32 *= threads;
-    cluster.gpu.peak_flops_tf32 *= threads;
-    cluster.gpu.peak_flops_bf16 *= threads;
-    cluster.gpu.memory_bandwidth *= std::min(threads, 4);
-  }
+  const planner::Cluster cluster = worker_cluster(s.cluster, threads);
   planner::Training training;
   training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
                            ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
@@ -206,11 +182,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     times.push_back(dt);
     runtime::MemoryStats ms = backend.allocator().stats();
-    char line[200];
-    std::snprintf(line, sizeof line, "step %-5lld loss %-10.5f time %-10s %9.1f samples/s   memory %s (peak %s)\n",
-                  static_cast<long long>(step), loss, human_seconds(dt).c_str(), static_cast<double>(g.batch) / dt,
-                  human_bytes(static_cast<double>(ms.live_total)).c_str(), human_bytes(static_cast<double>(ms.peak_total)).c_str());
-    out << line << std::flush;
+    out << step_line(step, loss, dt, g.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
     steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt},
                      {"live_memory_bytes", ms.live_total}, {"peak_memory_bytes", ms.peak_total}});
   }

@@ -371,7 +371,6 @@ TEST_CASE("cli: run trains, prints a line per step and measured against predicte
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
   auto save = (temp_dir() / "never.onnx").string();
   const std::pair<std::string, std::string> cases[] = {
-      {"--gpus 2", "trains on one device"},
       {"--device cuda", "CPU backend only"},
       {"--loss hinge", "--loss"},
       {"--optimizer lamb", "--optimizer"},

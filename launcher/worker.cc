@@ -1,0 +1,350 @@
+#include "launcher/worker.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/error.h"
+#include "graph/import.h"
+#include "launcher/comm/gloo_communicator.h"
+#include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/data.h"
+#include "launcher/runtime/optimizer.h"
+#include "launcher/runtime/sharded_executor.h"
+#include "launcher/runtime/weights.h"
+#include "launcher/train_common.h"
+#include "planner/compute_model.h"
+#include "planner/plan_file.h"
+
+namespace tensoropt {
+namespace {
+
+std::optional<int> env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  char* end = nullptr;
+  const long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0 || x > 1 << 20) throw InputError(std::string(name) + "=" + v + ": not a rank or size");
+  return static_cast<int>(x);
+}
+
+// The plan point to run with `gpus` workers, checked against the model and the flags.
+planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
+  if (!s.plan) throw InputError("workers started by a launcher need --plan FILE (tensoropt plan MODEL --gpus N --json FILE)");
+  planner::StoredStrategy stored = planner::read_strategy(*s.plan, gpus, s.point);
+  if (!stored.settings) throw InputError(*s.plan + ": a plan file is needed (a strategy file records no model or batch)");
+  const planner::PlanSettings& ps = *stored.settings;
+  planner::check_plan_model(ps, s.model);
+  if (s.batch && *s.batch != ps.batch) {
+    throw InputError("--batch " + std::to_string(*s.batch) + " differs from the plan's batch " + std::to_string(ps.batch) + " (" + *s.plan + ")");
+  }
+  if (ps.training.precision != planner::Precision::Fp32) throw InputError(*s.plan + ": planned in bf16; with --gpus > 1 plan with --dtype fp32");
+  return stored;
+}
+
+}  // namespace
+
+std::optional<WorkerPlace> worker_place(const std::optional<std::string>& rendezvous) {
+  const std::pair<const char*, const char*> sources[] = {
+      {"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
+  for (const auto& [rank_var, size_var] : sources) {
+    const std::optional<int> rank = env_int(rank_var), world = env_int(size_var);
+    if (!rank && !world) continue;
+    if (!rank || !world) throw InputError(std::string(rank_var) + " and " + size_var + " go together");
+    if (*world < 1 || *rank >= *world) {
+      throw InputError(std::string(rank_var) + "=" + std::to_string(*rank) + " is outside " + size_var + "=" + std::to_string(*world));
+    }
+    WorkerPlace p;
+    p.rank = *rank;
+    p.world = *world;
+    p.from = std::string(rank_var) + "/" + size_var;
+    const char* env = std::getenv("TENSOROPT_RENDEZVOUS");
+    if (rendezvous) p.rendezvous = *rendezvous;
+    else if (env && *env) p.rendezvous = env;
+    else throw InputError("worker " + std::to_string(p.rank) + " of " + std::to_string(p.world) + " (" + p.from +
+                          "): say where the group meets: --rendezvous file:DIR (a shared directory) or redis://HOST:PORT");
+    comm::parse_rendezvous(p.rendezvous);  // a malformed spec is refused here, before anything starts
+    const char* local = std::getenv("TENSOROPT_LOCAL_LAUNCH");
+    p.local = local && std::string(local) == "1";
+    return p;
+  }
+  return std::nullopt;
+}
+
+int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::ostream& out, std::ostream& err) {
+  if (gpus != place.world) {
+    throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
+                     " workers");
+  }
+  if (s.save || s.resume) throw InputError("--save and --resume with --gpus > 1 come next; train on one device to checkpoint");
+  if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
+  const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const planner::StoredStrategy stored = checked_point(s, gpus);
+  const planner::PlanSettings& ps = *stored.settings;
+  ImportOptions io;
+  io.batch = ps.batch;
+  io.frozen = ps.frozen;
+  Graph g = import_onnx_file(s.model, io);
+  const planner::Cluster cluster = worker_cluster(s.cluster, threads);
+  planner::Training training = ps.training;
+  training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
+                           ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
+                           : planner::Optimizer::Adam;
+  planner::AnalyticCompute compute(cluster, training.precision);
+  planner::SpaceOptions so;
+  so.training = training;
+  so.recompute = ps.recompute;
+  so.recompute_all = ps.recompute_all;
+  so.zero = ps.zero;
+  planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, stored.mesh), compute, so);
+  const std::vector<int> assignment = planner::resolve_strategy(stored, space);
+  const planner::Cost predicted = space.cost(assignment);
+
+  comm::GlooOptions go;
+  go.rank = place.rank;
+  go.size = place.world;
+  go.rendezvous = place.rendezvous;
+  if (place.local) go.hostname = "127.0.0.1";
+  auto communicator = comm::make_gloo_communicator(go);
+  runtime::cpu::CpuBackend backend(threads);
+  const runtime::Sharding sh = runtime::sharding_of(space, assignment, runtime::MeshContext{&space.mesh(), place.rank, communicator.get()});
+  runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
+  for (auto& [t, a] : loaded.arrays) {
+    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) {
+      a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
+    }
+  }
+  runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss);
+  runtime::Optimizer optimizer(s.optimizer, backend, loaded.arrays, ex.gradient_tensors());
+  std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
+                                                     : runtime::synthetic_data(g, s.loss, s.seed, backend);
+  const bool lead = place.rank == 0;
+  if (lead) {
+    out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr " << s.optimizer.lr
+        << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse") << ", fp32\n";
+    out << "workers  " << place.world << " (" << place.from << "), cpu, " << threads << " thread(s) each, Gloo; mesh "
+        << space.mesh().str() << "\n";
+    out << "strategy " << stored.where << "\n" << std::flush;
+  }
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  std::vector<double> times;
+  runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
+  for (int64_t step = 1; step <= s.steps; ++step) {
+    runtime::Batch batch = data->next(step);
+    ctx.step = step;
+    const auto t0 = std::chrono::steady_clock::now();
+    const double loss = ex.train_step(batch.inputs, batch.target, ctx);
+    optimizer.step(ex);
+    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    times.push_back(dt);
+    const runtime::MemoryStats ms = backend.allocator().stats();
+    if (lead) {
+      out << step_line(step, loss, dt, g.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
+      steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt}});
+    }
+  }
+  std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
+  std::sort(steady.begin(), steady.end());
+  // Every rank's median step time and peak memory, gathered on every rank.
+  const double mine[2] = {steady[steady.size() / 2], static_cast<double>(backend.allocator().stats().peak_total)};
+  std::vector<double> all(static_cast<size_t>(2 * place.world));
+  communicator->all_gather(mine, all.data(), 2, DType::F64, communicator->world());
+  if (lead) {
+    double slowest = 0, most = 0;
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+    for (int r = 0; r < place.world; ++r) {
+      slowest = std::max(slowest, all[static_cast<size_t>(2 * r)]);
+      most = std::max(most, all[static_cast<size_t>(2 * r + 1)]);
+      ranks.push_back({{"rank", r}, {"time_s", all[static_cast<size_t>(2 * r)]}, {"peak_memory_bytes", all[static_cast<size_t>(2 * r + 1)]}});
+    }
+    out << "\n                    predicted    measured    measured/predicted\n";
+    auto row = [&](const std::string& name, const std::string& p, const std::string& m, double ratio) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", name.c_str(), p.c_str(), m.c_str(), ratio);
+      out << buf;
+    };
+    row("time/step", human_seconds(predicted.time), human_seconds(slowest), slowest / predicted.time);
+    row("peak memory", human_bytes(predicted.memory), human_bytes(most), most / predicted.memory);
+    for (int r = 0; r < place.world; ++r) {
+      row("  rank " + std::to_string(r), human_bytes(predicted.memory), human_bytes(all[static_cast<size_t>(2 * r + 1)]),
+          all[static_cast<size_t>(2 * r + 1)] / predicted.memory);
+    }
+    out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU)\n";
+    if (s.report) {
+      nlohmann::ordered_json report;
+      report["model"] = {{"path", s.model}, {"batch", g.batch}};
+      report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
+      report["device"] = {{"kind", "cpu"}, {"workers", place.world}, {"threads", threads}, {"cluster", s.cluster}};
+      report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+      report["dtype"] = "fp32";
+      report["steps"] = steps;
+      report["predicted"] = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}};
+      report["measured"] = {{"time_s", slowest}, {"peak_memory_bytes", most}, {"ranks", ranks}};
+      std::ofstream f(*s.report + ".part");
+      f << report.dump(2) << "\n";
+      if (!f) throw InputError(*s.report + ": cannot be written");
+      f.close();
+      std::filesystem::rename(*s.report + ".part", *s.report);
+    }
+  }
+  (void)err;
+  return 0;
+}
+
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop(int sig) { g_stop_signal = sig; }
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+// Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
+int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid < 0) throw InternalError("fork failed");
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) dup2(fd, STDOUT_FILENO);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv("/proc/self/exe", args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw InternalError("waitpid failed");
+    if (g_stop_signal) kill(pid, SIGTERM);
+  }
+  return status;
+}
+
+}  // namespace
+
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  if (s.save || s.resume) throw InputError("--save and --resume with --gpus > 1 come next; train on one device to checkpoint");
+  if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
+  char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
+  if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
+  std::vector<std::string> worker_argv = argv;
+  std::string plan = s.plan.value_or("");
+  if (plan.empty()) {
+    plan = dir + "/plan.json";
+    std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
+                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan};
+    for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
+    out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
+    const int status = run_to_end(planner, dir + "/plan.log");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
+      return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+    }
+    std::ifstream log(dir + "/plan.log");
+    for (std::string line; std::getline(log, line);)
+      if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
+    worker_argv.insert(worker_argv.end(), {"--plan", plan});
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(std::max(1, cores / gpus))});
+  out << std::flush;
+
+  std::vector<pid_t> pids;
+  for (int r = 0; r < gpus; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) throw InternalError("fork failed");
+    if (pid == 0) {
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(gpus).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
+      setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
+      if (r != 0) {
+        const int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, STDOUT_FILENO);
+      }
+      std::vector<char*> args;
+      for (const std::string& a : worker_argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv("/proc/self/exe", args.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  // Wait for every worker; the first that ends badly, or a stop signal, takes the group down.
+  std::vector<bool> done(pids.size(), false);
+  int left = gpus, failed_rank = -1, failed_status = 0;
+  std::chrono::steady_clock::time_point stopping{};
+  bool stop_sent = false;
+  while (left > 0) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (done[r]) continue;
+      int status = 0;
+      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      done[r] = true;
+      --left;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && failed_rank < 0 && !stop_sent) {
+        failed_rank = static_cast<int>(r);
+        failed_status = status;
+      }
+    }
+    if (left == 0) break;
+    if (!stop_sent && (failed_rank >= 0 || g_stop_signal)) {
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (!done[r]) kill(pids[r], SIGTERM);
+      stop_sent = true;
+      stopping = std::chrono::steady_clock::now();
+    }
+    if (stop_sent && std::chrono::steady_clock::now() - stopping > std::chrono::seconds(5)) {
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (!done[r]) kill(pids[r], SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (g_stop_signal && failed_rank < 0) {
+    err << "tensoropt: stopped by signal " << g_stop_signal << "; every worker was stopped\n";
+    return 130;
+  }
+  if (failed_rank >= 0) {
+    err << "tensoropt: error: rank " << failed_rank << " of " << gpus << " " << how_it_ended(failed_status)
+        << "; the other workers were stopped\n";
+    return WIFEXITED(failed_status) && WEXITSTATUS(failed_status) == 2 ? 2 : 1;
+  }
+  return 0;
+}
+
+}  // namespace tensoropt

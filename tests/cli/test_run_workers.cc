@@ -1,0 +1,210 @@
+// `tensoropt run --gpus N` across processes, as people launch it: the local launcher (planning
+// first, or a given plan point), workers started with torchrun's variables and a file store, and
+// workers started by Open MPI's mpirun (skipped with a message when mpirun is not installed). Each
+// trains the GPT fixture on PyTorch's data and must give the one-device losses (relative 1e-5).
+// A worker killed with SIGKILL mid-run takes the group down within 10 s with one line naming the
+// rank, and leaves no process behind; bad flags and environments are one line and exit code 2.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/children.h"
+
+namespace tensoropt {
+namespace {
+
+const std::string kBin = TENSOROPT_BINARY;
+const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+const std::string kGpt = kFix + "gpt.onnx";
+const std::string kData = " --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy";
+
+struct Result {
+  int code = 0;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// `command` through the shell, with its output captured.
+Result sh(const std::string& command, const std::string& dir) {
+  const std::string out = dir + "/out", err = dir + "/err";
+  const int status = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
+}
+
+std::vector<double> losses(const std::string& report) {
+  std::vector<double> v;
+  for (const auto& s : nlohmann::json::parse(slurp(report))["steps"]) v.push_back(s["loss"].get<double>());
+  return v;
+}
+
+void same_losses(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-5));
+}
+
+std::vector<double> one_device(const std::string& dir) {
+  Result r = sh(kBin + " run " + kGpt + " --batch 4 --steps 3 --threads 1" + kData + " --report " + dir + "/one.json", dir);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  return losses(dir + "/one.json");
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("run --gpus 2 and 4 on this machine: plans, launches the workers, trains to the one-device losses") {
+  test::TempDir dir;
+  const std::vector<double> want = one_device(dir.path);
+  for (int gpus : {2, 4}) {
+    CAPTURE(gpus);
+    const std::string report = dir.path + "/run" + std::to_string(gpus) + ".json";
+    Result r = sh(kBin + " run " + kGpt + " --gpus " + std::to_string(gpus) + " --batch 4 --steps 3" + kData + " --report " + report, dir.path);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(has(r.out, "chosen: point"));
+    CHECK(has(r.out, "workers  " + std::to_string(gpus)));
+    CHECK(has(r.out, "rank " + std::to_string(gpus - 1)));
+    same_losses(losses(report), want);
+    CHECK(nlohmann::json::parse(slurp(report))["measured"]["ranks"].size() == static_cast<size_t>(gpus));
+  }
+}
+
+TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smallest and one between") {
+  test::TempDir dir;
+  const std::vector<double> want = one_device(dir.path);
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const size_t n = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size();
+  for (size_t point : {size_t{0}, n / 2, n - 1}) {
+    CAPTURE(point);
+    const std::string report = dir.path + "/p" + std::to_string(point) + ".json";
+    Result r = sh(kBin + " run " + kGpt + " --gpus 4 --steps 3 --plan " + plan + " --point " + std::to_string(point) + kData +
+                      " --report " + report,
+                  dir.path);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    same_losses(losses(report), want);
+  }
+}
+
+TEST_CASE("run workers started as torchrun and mpirun start them meet through a file store") {
+  test::TempDir dir;
+  const std::vector<double> want = one_device(dir.path);
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const std::string common = " run " + kGpt + " --gpus 2 --steps 3 --threads 1 --plan " + plan + kData;
+  // torchrun: RANK, WORLD_SIZE and LOCAL_RANK per process.
+  {
+    auto results = test::run_children(2, [&](int rank) {
+      const std::string cmd = "RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) + " " + kBin + common +
+                              " --rendezvous file:" + dir.path + "/torchrun --report " + dir.path + "/torchrun" + std::to_string(rank) +
+                              ".json >/dev/null 2>" + dir.path + "/torchrun" + std::to_string(rank) + ".err";
+      if (std::system(cmd.c_str()) != 0) throw std::runtime_error(slurp(dir.path + "/torchrun" + std::to_string(rank) + ".err"));
+    }, std::chrono::seconds(120));
+    for (const auto& r : results) CHECK(r.message == "ok");
+    same_losses(losses(dir.path + "/torchrun0.json"), want);
+  }
+  // Open MPI: OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE.
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
+    MESSAGE("skipped: mpirun is not installed (Debian: apt-get install openmpi-bin)");
+    return;
+  }
+  Result m = sh("mpirun --oversubscribe --allow-run-as-root -np 2 " + kBin + common + " --rendezvous file:" + dir.path + "/mpi --report " +
+                    dir.path + "/mpi.json",
+                dir.path);
+  REQUIRE_MESSAGE(m.code == 0, m.err);
+  CHECK(has(m.out, "OMPI_COMM_WORLD_RANK"));
+  same_losses(losses(dir.path + "/mpi.json"), want);
+}
+
+TEST_CASE("run --gpus 2: a worker killed mid-run takes the group down with the rank named, leaving no process") {
+  test::TempDir dir;
+  const std::string err = dir.path + "/err";
+  const pid_t launcher = fork();
+  REQUIRE(launcher >= 0);
+  if (launcher == 0) {
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, STDERR_FILENO);
+    const int null = ::open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    execl(kBin.c_str(), kBin.c_str(), "run", kGpt.c_str(), "--gpus", "2", "--batch", "4", "--steps", "100000", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait for the two workers (children of the launcher), then kill rank 1's process.
+  std::vector<pid_t> workers;
+  const auto start = std::chrono::steady_clock::now();
+  while (workers.size() < 2 && std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+    workers.clear();
+    std::ifstream children("/proc/" + std::to_string(launcher) + "/task/" + std::to_string(launcher) + "/children");
+    for (pid_t p; children >> p;) workers.push_back(p);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(workers.size() == 2);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // into the training steps
+  // Rank 1 is the second worker started.
+  kill(workers[1], SIGKILL);
+  const auto killed = std::chrono::steady_clock::now();
+  int status = 0;
+  while (waitpid(launcher, &status, WNOHANG) == 0 && std::chrono::steady_clock::now() - killed < std::chrono::seconds(30))
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+  if (WIFEXITED(status) == 0 && WIFSIGNALED(status) == 0) {
+    kill(launcher, SIGKILL);
+    waitpid(launcher, &status, 0);
+  }
+  CAPTURE(slurp(err));
+  CHECK(seconds < 10);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(has(slurp(err), "rank 1 of 2 killed by signal 9"));
+  for (pid_t w : workers) CHECK(kill(w, 0) != 0);  // none left
+}
+
+TEST_CASE("run with workers refuses bad flags and environments with one line and exit code 2") {
+  test::TempDir dir;
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const std::pair<std::string, std::string> cases[] = {
+      {kBin + " run " + kGpt + " --gpus 2 --save " + dir.path + "/m.onnx", "--save and --resume with --gpus > 1"},
+      {kBin + " run " + kGpt + " --gpus 2 --dtype bf16", "--dtype bf16 with --gpus > 1"},
+      {kBin + " run " + kGpt + " --gpus 4 --plan " + plan + " --steps 1", "no frontier for 4 GPUs"},
+      {kBin + " run " + kGpt + " --rendezvous file:" + dir.path + "/x", "--rendezvous is for workers started by a launcher"},
+      {"RANK=0 " + kBin + " run " + kGpt + " --gpus 2 --plan " + plan, "RANK and WORLD_SIZE go together"},
+      {"RANK=0 WORLD_SIZE=2 " + kBin + " run " + kGpt + " --gpus 2 --plan " + plan, "--rendezvous file:DIR"},
+      {"RANK=0 WORLD_SIZE=2 " + kBin + " run " + kGpt + " --gpus 2 --plan " + plan + " --rendezvous redis://host", "redis://host"},
+      {"RANK=3 WORLD_SIZE=2 " + kBin + " run " + kGpt + " --gpus 2 --plan " + plan + " --rendezvous file:" + dir.path, "outside WORLD_SIZE=2"},
+      {"RANK=0 WORLD_SIZE=2 " + kBin + " run " + kGpt + " --gpus 2 --rendezvous file:" + dir.path, "need --plan"},
+  };
+  for (const auto& [cmd, says] : cases) {
+    CAPTURE(cmd);
+    Result r = sh(cmd, dir.path);
+    CAPTURE(r.err);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, says));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+}
+
+}  // namespace tensoropt
