@@ -2,16 +2,17 @@
 // algorithms called directly, at the same sizes, in the same processes, on the same connections'
 // kind (TCP on loopback). Run by scripts/bench/comm.
 //
-//   bench_comm --procs N [--min BYTES] [--max BYTES] [--rounds R]
+//   bench_comm --procs N [--min BYTES] [--max BYTES]
 //
 // Forks N processes meeting through a file store in a fresh temporary directory. Each size is a
 // buffer of S bytes of float32 in the nccl-tests convention (all_reduce: the buffer; all_gather:
-// the gathered output; reduce_scatter: the input). For every size, R rounds alternate ours and
-// Gloo's (k calls each, k * S = 16 MiB, 1 <= k <= 200); the figure is the median round's time per
-// call on rank 0. Gloo's side: gloo::allreduce (ring, gloo::sum<float>), gloo::allgather, and
+// the gathered output; reduce_scatter: the input). For every size, calls of ours and of Gloo's
+// alternate one by one (1 GiB / S of each, 9..1000); the figures are the median and the least call
+// times on rank 0 (every call ends with the group's data moved, so rank 0's time is the collective's). Gloo's side: gloo::allreduce (ring, gloo::sum<float>), gloo::allgather, and
 // ReduceScatterHalvingDoubling<float> built once per size and run k times (its intended use;
 // it reduces in place, so its buffer grows by a factor of N a call: harmless for timing).
-// Output: '#' comment lines, then one row per (op, size): op procs bytes gloo_us ours_us overhead_%.
+// Output: '#' comment lines, then one row per (op, size): op procs bytes, then Gloo's, ours and our
+// overhead in % for the medians, then the same for the minima.
 // Exit code 0 when every child succeeded.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -44,20 +45,18 @@ using Clock = std::chrono::steady_clock;
 struct Args {
   int procs = 2;
   int64_t min_bytes = 4 << 10, max_bytes = 64 << 20;
-  int rounds = 15;
 };
 
-// Seconds per call: the median over rounds of (time of k calls) / k.
-double median_round(const std::vector<double>& t) {
+double median(const std::vector<double>& t) {
   std::vector<double> s = t;
   std::sort(s.begin(), s.end());
   return s[s.size() / 2];
 }
 
-double time_calls(int k, const std::function<void()>& call) {
+double time_call(const std::function<void()>& call) {
   auto t0 = Clock::now();
-  for (int i = 0; i < k; ++i) call();
-  return std::chrono::duration<double>(Clock::now() - t0).count() / k;
+  call();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
 int worker(const Args& a, int rank, const std::string& dir) {
@@ -83,8 +82,9 @@ int worker(const Args& a, int rank, const std::string& dir) {
   const auto sum = static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>);
 
   if (rank == 0) {
-    std::printf("# bench_comm: %d processes, TCP on 127.0.0.1, float32, median of %d rounds\n", a.procs, a.rounds);
-    std::printf("# %-15s %5s %10s %10s %10s %10s\n", "op", "procs", "bytes", "gloo_us", "ours_us", "overhead_%");
+    std::printf("# bench_comm: %d processes, TCP on 127.0.0.1, float32, median call times\n", a.procs);
+    std::printf("# %-15s %5s %10s %10s %10s %10s %10s %10s %10s\n", "op", "procs", "bytes", "gloo_us", "ours_us", "overhead_%",
+                "gloo_min", "ours_min", "min_ovh_%");
   }
   for (int op = 0; op < 3; ++op) {
     for (int64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 4) {
@@ -120,21 +120,28 @@ int worker(const Args& a, int rank, const std::string& dir) {
             ctx, std::vector<float*>{buf.data()}, static_cast<int>(n), std::vector<int>(static_cast<size_t>(a.procs), static_cast<int>(piece)));
         theirs = [&] { rs->run(); };
       }
-      // Calls per round: 16 MiB of buffers, 1..200 calls. Every rank computes the same k.
-      const int k = static_cast<int>(std::clamp<int64_t>((16 << 20) / std::max<int64_t>(bytes, 1), 1, 200));
+      // Samples per side: 1 GiB of buffers, 9..1000. Every rank computes the same count. Ours and
+      // Gloo's alternate call by call (the first of the pair alternating too), so both see the
+      // same machine; the medians drop the scheduler's outliers.
+      const int samples = static_cast<int>(std::clamp<int64_t>((int64_t{1} << 30) / std::max<int64_t>(bytes, 1), 9, 1000));
       mine();
       theirs();
+      ours->barrier(world);
       std::vector<double> tm, tg;
-      for (int r = 0; r < a.rounds; ++r) {
-        ours->barrier(world);
-        tm.push_back(time_calls(k, mine));
-        ours->barrier(world);
-        tg.push_back(time_calls(k, theirs));
+      for (int i = 0; i < samples; ++i) {
+        if (i % 2) {
+          tm.push_back(time_call(mine));
+          tg.push_back(time_call(theirs));
+        } else {
+          tg.push_back(time_call(theirs));
+          tm.push_back(time_call(mine));
+        }
       }
       if (rank == 0) {
-        const double g = median_round(tg) * 1e6, m = median_round(tm) * 1e6;
-        std::printf("  %-15s %5d %10lld %10.1f %10.1f %10.1f\n", name, a.procs, static_cast<long long>(bytes), g, m,
-                    (m / g - 1) * 100);
+        const double g = median(tg) * 1e6, m = median(tm) * 1e6;
+        const double gmin = *std::min_element(tg.begin(), tg.end()) * 1e6, mmin = *std::min_element(tm.begin(), tm.end()) * 1e6;
+        std::printf("  %-15s %5d %10lld %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", name, a.procs, static_cast<long long>(bytes), g, m,
+                    (m / g - 1) * 100, gmin, mmin, (mmin / gmin - 1) * 100);
         std::fflush(stdout);
       }
     }
@@ -153,14 +160,13 @@ int main(int argc, char** argv) {
     if (k == "--procs") a.procs = std::atoi(v);
     else if (k == "--min") a.min_bytes = std::atoll(v);
     else if (k == "--max") a.max_bytes = std::atoll(v);
-    else if (k == "--rounds") a.rounds = std::atoi(v);
     else {
       std::fprintf(stderr, "bench_comm: unknown argument '%s'\n", argv[i]);
       return 2;
     }
   }
-  if (a.procs < 2 || a.min_bytes < 4 * a.procs || a.rounds < 1) {
-    std::fprintf(stderr, "bench_comm: needs --procs >= 2, --min >= 4 * procs, --rounds >= 1\n");
+  if (a.procs < 2 || a.min_bytes < 4 * a.procs) {
+    std::fprintf(stderr, "bench_comm: needs --procs >= 2, --min >= 4 * procs\n");
     return 2;
   }
   char tmpl[] = "/tmp/bench_comm.XXXXXX";

@@ -105,15 +105,14 @@ using AddFn = void (*)(void*, const void*, const void*, size_t);
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
 
-// Reduce-scatters of at most this many input bytes run Gloo's halving-doubling algorithm, built
-// once per (dtype, counts) on a scratch copy of the input and cached (its buffers are registered
-// with the peers, so a run needs no handshake: 2-4x faster than alltoallv on small inputs); larger
-// ones run direct_reduce_scatter, as fast as halving-doubling there and without its 3x memory.
-// 0: off. Gloo's halving-doubling object (its older buffer API) beside the new API's collectives on
-// the same context gave wrong sums now and then under the sharded-executor tests (a race between
-// the two: 1 run in 4 of tests/runtime/test_sharded.cc); every reduce-scatter runs
-// direct_reduce_scatter until that is understood.
-constexpr int64_t kHalvingDoublingMaxBytes = 0;
+// Reduce-scatters of at most this many input bytes, with equal counts over a power-of-two group,
+// run Gloo's halving-doubling algorithm, built once per (dtype, counts) on a scratch copy of the
+// input and cached (its buffers are registered with the peers, so a run needs no handshake: 2-4x
+// faster than alltoallv on small inputs). Larger ones run direct_reduce_scatter, as fast as
+// halving-doubling there and without its 3x memory; so do uneven counts and other group sizes:
+// with those, Gloo's final local copy (reduce_scatter.h, "Data already in-place for rank 0") may
+// memcpy between overlapping ranges (ASan showed it for counts {2,5}), which is undefined.
+constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
 constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~3 MiB each
 
 struct HalvingDoubling {
@@ -211,8 +210,13 @@ class GlooCommunicator final : public Communicator {
         return;
       }
       const int64_t bytes = total(counts) * esize(dtype);
-      if (bytes > kHalvingDoublingMaxBytes) direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
-      else if (bytes > 0) halving_doubling_reduce_scatter(g, in, out, counts, dtype);
+      const int n = group.size();
+      const bool even = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
+      if (bytes == 0) return;
+      if (bytes <= kHalvingDoublingMaxBytes && even && (n & (n - 1)) == 0)
+        halving_doubling_reduce_scatter(g, in, out, counts, dtype);
+      else
+        direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
     });
   }
 

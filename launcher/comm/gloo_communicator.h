@@ -15,11 +15,12 @@
 // needs no context: its collectives are local copies.
 //
 // Algorithms: all_reduce is Gloo's allreduce (ring), all_gather_v Gloo's allgatherv (ring),
-// all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v: up to 1 MiB of
-// input, Gloo's ReduceScatterHalvingDoubling (an algorithm object of Gloo's older buffer API, built
-// once per group, dtype and counts on a scratch copy of the input, and cached: 32 per group); above,
-// one Gloo alltoallv that brings each member every member's piece, then a local sum (the same bytes
-// as a ring, in one round, and no 3x copy of the input).
+// all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v with equal counts
+// over a power-of-two group and at most 1 MiB of input: Gloo's ReduceScatterHalvingDoubling (an
+// algorithm object of Gloo's older buffer API, built once per group, dtype and counts on a scratch
+// copy of the input, and cached: 32 per group); otherwise one Gloo alltoallv that brings each member
+// every member's piece, then a local sum (the same bytes as a ring, in one round). Gloo's
+// halving-doubling copies between overlapping ranges for some uneven counts, hence the limits.
 //
 // Timeouts: `timeout` bounds every wait: each store wait of the rendezvous (which Gloo polls with
 // one-second granularity, so a rendezvous fails between timeout and timeout + 1 s), each connect

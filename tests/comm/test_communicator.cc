@@ -58,7 +58,7 @@ struct TempDir {
 // Runs body(i) in n forked processes and waits for all of them; a child still running after
 // `limit` is killed (and reported as such). When kill_rank >= 0, that child gets SIGKILL after
 // kill_after. Never returns with a child unreaped.
-std::vector<ChildResult> run_children(int n, const std::function<void(int)>& body, std::chrono::milliseconds limit = 20s,
+std::vector<ChildResult> run_children(int n, const std::function<void(int)>& body, std::chrono::milliseconds limit = 40s,
                                       int kill_rank = -1, std::chrono::milliseconds kill_after = 0ms) {
   std::vector<pid_t> pids;
   std::vector<int> pipes;
@@ -117,7 +117,9 @@ std::vector<ChildResult> run_children(int n, const std::function<void(int)>& bod
   return results;
 }
 
-GlooOptions options(int rank, int size, const std::string& rendezvous, std::chrono::milliseconds timeout = 3s) {
+// Tests of results wait up to 10 s (6 processes under ASan on a loaded 2-core machine need more
+// than 3 s at times); the fault tests pass their own short timeouts.
+GlooOptions options(int rank, int size, const std::string& rendezvous, std::chrono::milliseconds timeout = 10s) {
   GlooOptions o;
   o.rank = rank;
   o.size = size;
