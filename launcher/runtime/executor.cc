@@ -14,6 +14,26 @@ bool listed(const std::vector<int>& v, int x) { return std::find(v.begin(), v.en
 
 void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
 
+void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
+                         std::map<int, Array>& state, const ShardInfo* shard) {
+  for (auto [o, input] : kernel.state_updates) {
+    if (static_cast<size_t>(o) >= node.outputs.size() || static_cast<size_t>(input) >= node.inputs.size()) continue;
+    const int src = node.outputs[static_cast<size_t>(o)], dst = node.inputs[static_cast<size_t>(input)];
+    auto it = dst < 0 ? state.end() : state.find(dst);
+    if (src < 0 || it == state.end() || !outputs[static_cast<size_t>(o)]) continue;
+    const Array& from = *outputs[static_cast<size_t>(o)];
+    Array& to = it->second;
+    if (from.shape() == to.shape() && from.rank() == 0) {
+      std::vector<char> host(static_cast<size_t>(from.bytes()));
+      backend.read(from, host.data(), from.bytes());
+      backend.write(to, host.data(), to.bytes());
+      continue;
+    }
+    const int64_t at = shard && from.shape() != to.shape() ? shard->offset[static_cast<size_t>(input)].at(0) : 0;
+    backend.copy_slab(from, 0, 0, to, at, from.dim(0));
+  }
+}
+
 Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state, ExecutorOptions options)
     : g_(g), backend_(backend), state_(state), options_(options) {
   for (const Node& n : g_.nodes) {
@@ -284,17 +304,7 @@ std::vector<Array> Executor::forward_node(size_t i, const StepContext& ctx, cons
   }
   k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, nullptr});
   converted.clear();  // the float32 copies of the inputs: done before the outputs are stored
-  if (updates) {
-    for (auto [o, input] : k.state_updates) {
-      if (static_cast<size_t>(o) >= n.outputs.size() || static_cast<size_t>(input) >= n.inputs.size()) continue;
-      int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
-      if (src < 0 || dst < 0 || !state_.count(dst)) continue;
-      const Array& from = *out[static_cast<size_t>(o)];
-      std::vector<char> host(static_cast<size_t>(from.bytes()));
-      backend_.read(from, host.data(), static_cast<int64_t>(host.size()));
-      backend_.write(state_[dst], host.data(), static_cast<int64_t>(host.size()));
-    }
-  }
+  if (updates) apply_state_updates(backend_, k, n, out, state_, nullptr);
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     if (!computed[o].defined()) continue;
     outs[o] = Array(DType::BF16, computed[o].shape(), backend_.allocator(), kinds[o]);

@@ -91,6 +91,14 @@ struct OpKernel {
   std::vector<std::pair<int, int>> state_updates = {};
 };
 
+class Backend;
+// After a training forward of `node` with `kernel`: copies each state_updates output (as the
+// kernel wrote it, float32) into the buffer the node read (BatchNormalization's running
+// statistics) when `state` holds it. A sharded buffer's output (`shard`: a channel split) lands
+// at its shard's offset along dimension 0 of the whole buffer.
+void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
+                         std::map<int, Array>& state, const ShardInfo* shard);
+
 // One backend's kernels by op type.
 using KernelTable = std::map<std::string, OpKernel, std::less<>>;
 

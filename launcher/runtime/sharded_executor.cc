@@ -263,16 +263,7 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
       out.push_back(&outs[o]);
     }
     k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, &shards_[i]});
-    if (ctx.training) {
-      for (auto [o, input] : k.state_updates) {
-        if (static_cast<size_t>(o) >= n.outputs.size() || static_cast<size_t>(input) >= n.inputs.size()) continue;
-        const int src = n.outputs[static_cast<size_t>(o)], dst = n.inputs[static_cast<size_t>(input)];
-        if (src < 0 || dst < 0 || !state_.count(dst) || state_[dst].shape() != outs[static_cast<size_t>(o)].shape()) continue;
-        std::vector<char> host(static_cast<size_t>(outs[static_cast<size_t>(o)].bytes()));
-        backend_.read(outs[static_cast<size_t>(o)], host.data(), static_cast<int64_t>(host.size()));
-        backend_.write(state_[dst], host.data(), static_cast<int64_t>(host.size()));
-      }
-    }
+    if (ctx.training) apply_state_updates(backend_, k, n, out, state_, &shards_[i]);
     kept_out_[i].resize(n.outputs.size());
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int t = n.outputs[o];

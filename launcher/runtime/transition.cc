@@ -85,13 +85,7 @@ class StepRunner {
         for (int m = 0; m < p; ++m) counts.push_back(numel(with_dim(xs, i, ch.len(m))));
         Array all = alloc({sum(counts)}, MemoryKind::Transients);
         where_.comm->all_gather_v(x.raw(), all.raw(), counts, x.dtype(), group);
-        Array y = alloc(with_dim(xs, i, ch.n), out);
-        int64_t at = 0;
-        for (int m = 0; m < p; ++m) {
-          backend_.copy_slab(all.view_at(at, with_dim(xs, i, ch.len(m))), i, 0, y, ch.lo(m), ch.len(m));
-          at += counts[static_cast<size_t>(m)];
-        }
-        return y;
+        return unpack(all, xs, i, ch, out);
       }
       case StepKind::ReduceScatter: {
         const int j = step.to.dim();
@@ -111,13 +105,7 @@ class StepRunner {
         for (int m = 0; m < p; ++m) recv.push_back(numel(with_dim(mine, i, ci.len(m))));
         Array got = alloc({sum(recv)}, MemoryKind::Transients);
         where_.comm->all_to_all_v(packed.raw(), send, got.raw(), recv, x.dtype(), group);
-        Array y = alloc(with_dim(mine, i, ci.n), out);
-        int64_t at = 0;
-        for (int m = 0; m < p; ++m) {
-          backend_.copy_slab(got.view_at(at, with_dim(mine, i, ci.len(m))), i, 0, y, ci.lo(m), ci.len(m));
-          at += recv[static_cast<size_t>(m)];
-        }
-        return y;
+        return unpack(got, mine, i, ci, out);
       }
     }
     throw InternalError("run_transition: unknown step " + step.str());
@@ -144,6 +132,19 @@ class StepRunner {
       at += counts.back();
     }
     return packed;
+  }
+
+  // The inverse of pack: `flat` holds the chunks of dimension d one after the other, each of
+  // `piece`'s shape with dimension d the chunk's length; concatenated along d into a new array.
+  Array unpack(const Array& flat, const Shape& piece, int d, const Chunks& ch, MemoryKind kind) {
+    Array y = alloc(with_dim(piece, d, ch.n), kind);
+    int64_t at = 0;
+    for (int m = 0; m < ch.p; ++m) {
+      const Shape part = with_dim(piece, d, ch.len(m));
+      backend_.copy_slab(flat.view_at(at, part), d, 0, y, ch.lo(m), ch.len(m));
+      at += numel(part);
+    }
+    return y;
   }
 
   static int64_t sum(const std::vector<int64_t>& v) {
