@@ -128,7 +128,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     }
   }
   runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss);
-  runtime::Optimizer optimizer(s.optimizer, backend, loaded.arrays, ex.gradient_tensors());
+  runtime::Optimizer optimizer(s.optimizer, backend, ex.optimizer_weights(), ex.gradient_tensors());
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
   const bool lead = place.rank == 0;
@@ -148,6 +148,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     const auto t0 = std::chrono::steady_clock::now();
     const double loss = ex.train_step(batch.inputs, batch.target, ctx);
     optimizer.step(ex);
+    ex.after_optimizer_step();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     times.push_back(dt);
     const runtime::MemoryStats ms = backend.allocator().stats();

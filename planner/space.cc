@@ -149,8 +149,17 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       int slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), static_cast<int>(t)) - p.outputs.begin());
       for (const auto& c : vars_[static_cast<size_t>(tensor.producer)].op_configs) add_unique(layouts, c.outputs[static_cast<size_t>(slot)]);
     }
-    for (auto [n, i] : u)
-      for (const auto& c : vars_[static_cast<size_t>(n)].op_configs) add_unique(layouts, c.inputs[static_cast<size_t>(i)]);
+    // A parameter or data input is stored whole or split, never as partial sums: a reader that
+    // needs its share of the sum (a bias added after a split reduction) takes it from a replicated
+    // copy (LocalPartial, free).
+    const bool source = kind != VarKind::Tensor;
+    for (auto [n, i] : u) {
+      for (const auto& c : vars_[static_cast<size_t>(n)].op_configs) {
+        std::vector<Placement> p = c.inputs[static_cast<size_t>(i)].placements();
+        if (source) std::replace_if(p.begin(), p.end(), [](const Placement& x) { return x.is_partial(); }, Placement::replicate());
+        add_unique(layouts, Layout(p));
+      }
+    }
     Variable v;
     v.kind = kind;
     v.tensor = static_cast<int>(t);

@@ -44,6 +44,7 @@ Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>
   s.in.resize(g.nodes.size());
   s.out.resize(g.nodes.size());
   s.home.assign(g.tensors.size(), Layout::replicated(axes));
+  s.zero.assign(g.tensors.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     s.in[n].assign(g.nodes[n].inputs.size(), Layout::replicated(axes));
     s.out[n].assign(g.nodes[n].outputs.size(), Layout::replicated(axes));
@@ -54,6 +55,7 @@ Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>
     const planner::VarConfig& c = var.configs.at(static_cast<size_t>(assignment[v]));
     if (var.kind != planner::VarKind::Op) {
       s.home[static_cast<size_t>(var.tensor)] = c.layout;
+      s.zero[static_cast<size_t>(var.tensor)] = var.kind == planner::VarKind::Parameter && c.zero == 2;
       has_variable.insert(var.tensor);
       continue;
     }
@@ -123,8 +125,32 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     }
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
-  // Where each input's shard lies, for the kernels that need it (kernel.h, ShardInfo).
+  // What the optimizer updates: the local shard, or under ZeRO-2 this worker's chunk of it, flat.
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
+  for (int t : roots_) {
+    Array& w = state_.at(t);
+    if (!sh_.zero[static_cast<size_t>(t)]) {
+      optimizer_weights_[t] = w;
+      continue;
+    }
+    Flat f;
+    std::vector<Placement> partial, split, whole;
+    for (const Placement& p : sh_.home[static_cast<size_t>(t)].placements()) {
+      const bool replicated = p.is_replicate();
+      partial.push_back(replicated ? Placement::partial() : Placement::replicate());
+      split.push_back(replicated ? Placement::shard(0) : Placement::replicate());
+      whole.push_back(Placement::replicate());
+    }
+    f.partial = Layout(partial);
+    f.split = Layout(split);
+    f.whole = Layout(whole);
+    f.size = w.numel();
+    f.offset = shard_offset({f.size}, f.split, *sh_.where.mesh, coord)[0];
+    f.length = planner::local_shape({f.size}, f.split, *sh_.where.mesh, coord)[0];
+    optimizer_weights_[t] = w.view({f.size}).view_at(f.offset, {f.length});
+    flat_[t] = f;
+  }
+  // Where each input's shard lies, for the kernels that need it (kernel.h, ShardInfo).
   shards_.resize(g_.nodes.size());
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q) {
@@ -340,13 +366,41 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
     states_[i] = {};
   }
   // Gradient synchronisation: each parameter's gradient from gradient_layout(storage) into its
-  // storage layout (replicated axes all-reduce).
+  // storage layout (replicated axes all-reduce), or under ZeRO-2 onto this worker's flat chunk
+  // (replicated axes reduce-scatter).
   for (int t : roots_) {
     const Layout& storage = sh_.home[static_cast<size_t>(t)];
     const Layout from = planner::gradient_layout(storage);
-    if (from != storage) root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients);
+    if (auto f = flat_.find(t); f != flat_.end()) {
+      Array& g = root_grads_[t];
+      g = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients);
+    } else if (from != storage) {
+      root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients);
+    }
   }
   return loss;
+}
+
+Array ShardedExecutor::move_flat(const Array& x, int64_t size, const Layout& from, const Layout& to, MemoryKind kind) {
+  return run_transition(x, planner::redistribute({size}, static_cast<int>(dtype_size(x.dtype())), from, to, *sh_.where.mesh), sh_.where,
+                        backend_, kind);
+}
+
+void ShardedExecutor::after_optimizer_step() {
+  for (const auto& [t, f] : flat_) {
+    Array whole = move_flat(optimizer_weights_.at(t), f.size, f.split, f.whole, MemoryKind::Transients);
+    Array flat = state_.at(t).view({f.size});
+    backend_.copy_slab(whole, 0, 0, flat, 0, f.size);
+  }
+}
+
+Array ShardedExecutor::whole_gradient(int t) {
+  const Layout& storage = sh_.home[static_cast<size_t>(t)];
+  Array local = root_grads_.at(t);
+  if (auto f = flat_.find(t); f != flat_.end()) {
+    local = move_flat(local, f->second.size, f->second.split, f->second.whole, MemoryKind::Transients).view(this->local(t, storage));
+  }
+  return move(local, t, storage, Layout::replicated(sh_.where.mesh->ndim()), MemoryKind::Transients);
 }
 
 const Array& ShardedExecutor::gradient(int tensor) const {

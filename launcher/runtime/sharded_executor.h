@@ -25,10 +25,16 @@
 // one-device loss. Its gradient is held by those workers (the LocalPartial convention, zeros
 // elsewhere) and goes back by duality.
 //
+// ZeRO-2 (a parameter variable's `zero-2` configuration): the parameter's local shard, flattened,
+// is split over the mesh axes that replicate it (nested ceil chunks, as layout.h splits a
+// dimension); its gradient is reduce-scattered onto this worker's chunk instead of all-reduced, the
+// optimizer updates that chunk of the weights (a view into them) and keeps state for it alone, and
+// after_optimizer_step all-gathers the updated chunks: the same bytes moved as data parallelism,
+// as the planner costs it.
+//
 // Not yet: recompute (a point's recompute choices run as plain configurations: the same numbers,
-// more memory), ZeRO-2 (gradients synchronised as plain data parallelism: the same numbers, the
-// optimizer state not sharded), bf16, gradient buckets (one collective per parameter). Not
-// thread-safe.
+// more memory), bf16, gradient buckets (one collective per parameter; the whole gradient is held
+// until backward ends, also under ZeRO-2). Not thread-safe.
 #pragma once
 
 #include <map>
@@ -47,6 +53,7 @@ struct Sharding {
   MeshContext where;
   std::vector<std::vector<planner::Layout>> in, out;  // per node: the layouts its configuration needs and produces
   std::vector<planner::Layout> home;                  // per tensor: where its value lives
+  std::vector<bool> zero;                             // per tensor: a parameter with ZeRO-2
 };
 
 // The layouts of `assignment` (one configuration per variable of `space`) for the worker `where`.
@@ -66,8 +73,16 @@ class ShardedExecutor final : public GradientSource {
   // inputs and target; each takes its shard). Returns the global loss. Afterwards gradient(t) is
   // the synchronised gradient of parameter t's local shard.
   double train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx);
+  // What the optimizer updates, per parameter: its local shard, or under ZeRO-2 this worker's
+  // chunk of it (a view), and the matching gradient.
+  std::map<int, Array>& optimizer_weights() { return optimizer_weights_; }
   const Array& gradient(int tensor) const override;
   const std::vector<int>& gradient_tensors() const { return roots_; }
+  // After the optimizer's step: ZeRO-2 parameters gather their updated chunks.
+  void after_optimizer_step();
+  // The whole gradient of parameter t after train_step, on every worker (a collective: every
+  // worker calls it, in the same order). For tests.
+  Array whole_gradient(int tensor);
 
  private:
   Array move(const Array& x, int t, const planner::Layout& from, const planner::Layout& to, MemoryKind kind);
@@ -91,6 +106,14 @@ class ShardedExecutor final : public GradientSource {
   std::vector<ShardInfo> shards_;                  // per node: where its inputs' shards lie
   std::map<int, Array> grads_;                     // in gradient_layout(home)
   std::map<int, Array> root_grads_;                // parameters: local, in the storage layout after sync
+  std::map<int, Array> optimizer_weights_;         // parameters: the local shard or its ZeRO-2 chunk
+  // ZeRO-2: the parameter's local shard as one flat tensor, and where this worker's chunk lies.
+  struct Flat {
+    planner::Layout partial = planner::Layout({}), split = planner::Layout({}), whole = planner::Layout({});  // gradient, chunk, gathered
+    int64_t size = 0, offset = 0, length = 0;
+  };
+  std::map<int, Flat> flat_;
+  Array move_flat(const Array& x, int64_t size, const planner::Layout& from, const planner::Layout& to, MemoryKind kind);
 };
 
 }  // namespace tensoropt::runtime

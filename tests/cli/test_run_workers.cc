@@ -54,7 +54,8 @@ Result sh(const std::string& command, const std::string& dir) {
 
 std::vector<double> losses(const std::string& report) {
   std::vector<double> v;
-  for (const auto& s : nlohmann::json::parse(slurp(report))["steps"]) v.push_back(s["loss"].get<double>());
+  const nlohmann::json doc = nlohmann::json::parse(slurp(report));  // a named object: the loop below reads into it
+  for (const auto& s : doc.at("steps")) v.push_back(s.at("loss").get<double>());
   return v;
 }
 
