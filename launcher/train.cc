@@ -101,21 +101,6 @@ std::optional<planner::StoredStrategy> stored_point(const TrainSettings& s) {
   return stored;
 }
 
-struct KindPair {
-  const char* name;
-  MemoryKind measured;
-  planner::Term predicted;
-};
-const KindPair kKinds[] = {
-    {"parameters", MemoryKind::Parameters, planner::Term::Weights},
-    {"gradients", MemoryKind::Gradients, planner::Term::Gradients},
-    {"optimizer_state", MemoryKind::OptimizerState, planner::Term::OptimizerState},
-    {"activations", MemoryKind::Activations, planner::Term::Activations},
-    {"data_inputs", MemoryKind::Inputs, planner::Term::DataInputs},
-    {"buffers", MemoryKind::Buffers, planner::Term::Buffers},
-    {"transients", MemoryKind::Transients, planner::Term::Workspace},
-};
-
 }  // namespace
 
 int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
@@ -192,24 +177,11 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   double measured_time = steady[steady.size() / 2];
   runtime::MemoryStats ms = backend.allocator().stats();
 
-  out << "\n                    predicted    measured    measured/predicted\n";
-  auto row = [&](const std::string& name, double p, double m, bool bytes) {
-    char buf[160];
-    std::string ps = bytes ? human_bytes(p) : human_seconds(p), mss = bytes ? human_bytes(m) : human_seconds(m);
-    std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %s\n", name.c_str(), ps.c_str(), mss.c_str(),
-                  p > 0 ? (std::to_string(m / p).substr(0, 5) + "x").c_str() : "-");
-    out << buf;
-  };
-  row("time/step", predicted.time, measured_time, false);
-  row("peak memory", predicted.memory, static_cast<double>(ms.peak_total), true);
-  nlohmann::ordered_json pk, mk;
-  for (const KindPair& k : kKinds) {
-    double p = predicted.breakdown[k.predicted];
-    auto m = static_cast<double>(ms.at_peak[static_cast<size_t>(k.measured)]);
-    row("  " + std::string(k.name), p, m, true);
-    pk[k.name] = p;
-    mk[k.name] = m;
-  }
+  Measured m;
+  m.time = measured_time;
+  m.peak = static_cast<double>(ms.peak_total);
+  for (int k = 0; k < runtime::kMemoryKinds; ++k) m.at_peak[static_cast<size_t>(k)] = static_cast<double>(ms.at_peak[static_cast<size_t>(k)]);
+  const ReportPair against = print_against_predicted(out, {predicted.time, predicted.memory}, predicted.breakdown, m);
   out << "  (memory by kind: measured at the moment of the peak; the planner's workspace is the largest backward transient)\n";
   if (s.save) {
     runtime::save_checkpoint(*s.save, s.model, g, backend, weights, optimizer);
@@ -222,8 +194,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
     report["dtype"] = std::string(planner::precision_name(precision));
     report["steps"] = steps;
-    report["predicted"] = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}, {"memory_by_kind", pk}};
-    report["measured"] = {{"time_s", measured_time}, {"peak_memory_bytes", ms.peak_total}, {"memory_by_kind_at_peak", mk}};
+    report["predicted"] = against.predicted;
+    report["measured"] = against.measured;
     std::ofstream f(*s.report + ".part");
     f << report.dump(2) << "\n";
     if (!f) throw InputError(*s.report + ": cannot be written");

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "launcher/runtime/allocator.h"
+
 namespace tensoropt {
 
 std::string human_bytes(double b) {
@@ -41,6 +43,53 @@ std::string step_line(int64_t step, double loss, double seconds, int64_t batch, 
                 static_cast<long long>(step), loss, human_seconds(seconds).c_str(), static_cast<double>(batch) / seconds,
                 human_bytes(live_bytes).c_str(), human_bytes(peak_bytes).c_str());
   return line;
+}
+
+namespace {
+
+struct KindPair {
+  const char* name;
+  runtime::MemoryKind measured;
+  planner::Term predicted;
+};
+const KindPair kKinds[] = {
+    {"parameters", runtime::MemoryKind::Parameters, planner::Term::Weights},
+    {"gradients", runtime::MemoryKind::Gradients, planner::Term::Gradients},
+    {"optimizer_state", runtime::MemoryKind::OptimizerState, planner::Term::OptimizerState},
+    {"activations", runtime::MemoryKind::Activations, planner::Term::Activations},
+    {"data_inputs", runtime::MemoryKind::Inputs, planner::Term::DataInputs},
+    {"buffers", runtime::MemoryKind::Buffers, planner::Term::Buffers},
+    {"transients", runtime::MemoryKind::Transients, planner::Term::Workspace},
+};
+
+}  // namespace
+
+ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predicted, const planner::Breakdown& breakdown,
+                                   const Measured& measured) {
+  out << "\n                    predicted    measured    measured/predicted\n";
+  auto row = [&](const std::string& name, double p, double m, bool bytes) {
+    char buf[160];
+    const std::string ps = bytes ? human_bytes(p) : human_seconds(p), ms = bytes ? human_bytes(m) : human_seconds(m);
+    char ratio[32] = "-";
+    if (p > 0) std::snprintf(ratio, sizeof ratio, "%.3fx", m / p);
+    std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %s\n", name.c_str(), ps.c_str(), ms.c_str(), ratio);
+    out << buf;
+  };
+  row("time/step", predicted.time, measured.time, false);
+  row("peak memory", predicted.memory, measured.peak, true);
+  ReportPair r;
+  r.predicted = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}};
+  r.measured = {{"time_s", measured.time}, {"peak_memory_bytes", measured.peak}};
+  nlohmann::ordered_json pk, mk;
+  for (const KindPair& k : kKinds) {
+    const double p = breakdown[k.predicted], m = measured.at_peak[static_cast<size_t>(k.measured)];
+    row("  " + std::string(k.name), p, m, true);
+    pk[k.name] = p;
+    mk[k.name] = m;
+  }
+  r.predicted["memory_by_kind"] = pk;
+  r.measured["memory_by_kind_at_peak"] = mk;
+  return r;
 }
 
 }  // namespace tensoropt

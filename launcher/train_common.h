@@ -1,11 +1,17 @@
 // What the one-device run (train.h) and the workers (worker.h) share: human units, the cluster a
-// CPU worker is costed on, and the step line.
+// CPU worker is costed on, the step line, and the closing table of measured against predicted.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <ostream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "launcher/runtime/allocator.h"
 #include "planner/parallel/cluster.h"
+#include "planner/space.h"
 
 namespace tensoropt {
 
@@ -18,5 +24,22 @@ planner::Cluster worker_cluster(const std::string& name, int threads);
 
 // "step 3     loss 4.16337    time 125.1 ms        32.0 samples/s   memory 439.92 KiB (peak 817.92 KiB)"
 std::string step_line(int64_t step, double loss, double seconds, int64_t batch, double live_bytes, double peak_bytes);
+
+// One worker's figures for the closing table: its median step, its allocator's peak and each
+// memory kind's bytes at the moment of that peak (MemoryStats::at_peak).
+struct Measured {
+  double time = 0, peak = 0;
+  std::array<double, runtime::kMemoryKinds> at_peak{};
+};
+
+// Prints "predicted / measured / measured/predicted" rows: time per step, peak memory, then the
+// memory kinds (parameters, gradients, optimizer state, activations, data inputs, buffers,
+// transients against the planner's workspace term). Returns the report's "predicted" and
+// "measured" objects (time, peak, memory by kind; docs/runtime.md "--report JSON").
+struct ReportPair {
+  nlohmann::ordered_json predicted, measured;
+};
+ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predicted, const planner::Breakdown& breakdown,
+                                   const Measured& measured);
 
 }  // namespace tensoropt

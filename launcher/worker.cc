@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -159,31 +160,37 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   }
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
   std::sort(steady.begin(), steady.end());
-  // Every rank's median step time and peak memory, gathered on every rank.
-  const double mine[2] = {steady[steady.size() / 2], static_cast<double>(backend.allocator().stats().peak_total)};
-  std::vector<double> all(static_cast<size_t>(2 * place.world));
-  communicator->all_gather(mine, all.data(), 2, DType::F64, communicator->world());
+  // Every rank's median step time, peak memory and memory by kind at its peak, gathered on every rank.
+  constexpr size_t kEach = 2 + runtime::kMemoryKinds;
+  const runtime::MemoryStats ms = backend.allocator().stats();
+  std::array<double, kEach> mine{steady[steady.size() / 2], static_cast<double>(ms.peak_total)};
+  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[2 + k] = static_cast<double>(ms.at_peak[k]);
+  std::vector<double> all(kEach * static_cast<size_t>(place.world));
+  communicator->all_gather(mine.data(), all.data(), kEach, DType::F64, communicator->world());
   if (lead) {
-    double slowest = 0, most = 0;
+    // The table's memory rows are the rank with the largest peak; its time row the slowest rank.
+    Measured worst;
+    size_t top = 0;
     nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-    for (int r = 0; r < place.world; ++r) {
-      slowest = std::max(slowest, all[static_cast<size_t>(2 * r)]);
-      most = std::max(most, all[static_cast<size_t>(2 * r + 1)]);
-      ranks.push_back({{"rank", r}, {"time_s", all[static_cast<size_t>(2 * r)]}, {"peak_memory_bytes", all[static_cast<size_t>(2 * r + 1)]}});
+    for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
+      const double* f = all.data() + kEach * r;
+      worst.time = std::max(worst.time, f[0]);
+      if (f[1] > all[kEach * top + 1]) top = r;
+      ranks.push_back({{"rank", r}, {"time_s", f[0]}, {"peak_memory_bytes", f[1]}});
     }
-    out << "\n                    predicted    measured    measured/predicted\n";
-    auto row = [&](const std::string& name, const std::string& p, const std::string& m, double ratio) {
+    worst.peak = all[kEach * top + 1];
+    for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 2 + k];
+    ReportPair against = print_against_predicted(out, predicted, space.breakdown(assignment), worst);
+    for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", name.c_str(), p.c_str(), m.c_str(), ratio);
+      const double peak = all[kEach * r + 1];
+      std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", ("peak, rank " + std::to_string(r)).c_str(),
+                    human_bytes(predicted.memory).c_str(), human_bytes(peak).c_str(), peak / predicted.memory);
       out << buf;
-    };
-    row("time/step", human_seconds(predicted.time), human_seconds(slowest), slowest / predicted.time);
-    row("peak memory", human_bytes(predicted.memory), human_bytes(most), most / predicted.memory);
-    for (int r = 0; r < place.world; ++r) {
-      row("  rank " + std::to_string(r), human_bytes(predicted.memory), human_bytes(all[static_cast<size_t>(2 * r + 1)]),
-          all[static_cast<size_t>(2 * r + 1)] / predicted.memory);
     }
-    out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU)\n";
+    out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU,\n"
+           "   by kind at the moment of rank "
+        << top << "'s peak, the largest; the planner's workspace is the largest backward transient)\n";
     if (s.report) {
       nlohmann::ordered_json report;
       report["model"] = {{"path", s.model}, {"batch", g.batch}};
@@ -192,8 +199,9 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
       report["dtype"] = "fp32";
       report["steps"] = steps;
-      report["predicted"] = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}};
-      report["measured"] = {{"time_s", slowest}, {"peak_memory_bytes", most}, {"ranks", ranks}};
+      report["predicted"] = against.predicted;
+      against.measured["ranks"] = ranks;
+      report["measured"] = against.measured;
       std::ofstream f(*s.report + ".part");
       f << report.dump(2) << "\n";
       if (!f) throw InputError(*s.report + ": cannot be written");

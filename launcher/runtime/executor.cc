@@ -6,12 +6,6 @@
 #include "graph/op_catalogue.h"
 
 namespace tensoropt::runtime {
-namespace {
-
-bool listed(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
-}  // namespace
-
 void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
 
 void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
@@ -45,8 +39,8 @@ Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state
     kernels_.push_back(k);
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
-  plan();
-  for (int t : grad_roots_) {
+  plan_ = plan_step(g_, kernels_, options_.input_gradients, options_.recompute);
+  for (int t : plan_.roots) {
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
     root_grads_[t] = Array(storage_dtype(x), x.shape, backend_.allocator(), MemoryKind::Gradients);
   }
@@ -60,99 +54,6 @@ Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state
       backend_.convert(a, master);
       a = std::move(master);
       working_[t] = Array(DType::BF16, a.shape(), backend_.allocator(), MemoryKind::Parameters);
-    }
-  }
-}
-
-void Executor::plan() {
-  const size_t nt = g_.tensors.size();
-  requires_grad_.assign(nt, false);
-  for (size_t t = 0; t < nt; ++t) {
-    const Tensor& x = g_.tensors[t];
-    bool root = x.kind == TensorKind::Parameter ||
-                (options_.input_gradients && x.kind == TensorKind::Input && dtype_is_float(x.dtype));
-    if (root) {
-      requires_grad_[t] = true;
-      grad_roots_.push_back(static_cast<int>(t));
-    }
-  }
-  TO_CHECK(options_.recompute.empty() || options_.recompute.size() == g_.nodes.size());
-  plans_.assign(g_.nodes.size(), {});
-  last_forward_use_.assign(nt, -1);
-  last_backward_use_.assign(nt, -1);
-  producer_.assign(nt, -1);
-  earliest_need_.assign(nt, -1);
-  data_dependent_.assign(nt, false);
-  for (int t : g_.inputs) data_dependent_[static_cast<size_t>(t)] = true;
-  auto producer_recomputes = [&](int t) { return producer_[static_cast<size_t>(t)] >= 0 && plans_[static_cast<size_t>(producer_[static_cast<size_t>(t)])].recompute; };
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const Node& n = g_.nodes[i];
-    const OpDef* def = find_op(n.op_type);
-    TO_CHECK(def != nullptr);
-    NodePlan& p = plans_[i];
-    // A node that reads no data (a transposed weight, a causal mask) recomputes whatever the plan
-    // says: the planner counts what it makes as model state, not as activations.
-    bool reads_data = false;
-    for (int t : n.inputs) reads_data = reads_data || (t >= 0 && data_dependent_[static_cast<size_t>(t)]);
-    p.recompute = (!options_.recompute.empty() && options_.recompute[i]) || !reads_data;
-    for (int o : n.outputs) {
-      if (o >= 0) {
-        producer_[static_cast<size_t>(o)] = static_cast<int>(i);
-        data_dependent_[static_cast<size_t>(o)] = reads_data;
-      }
-    }
-    p.input_grad.assign(n.inputs.size(), false);
-    bool differentiable = static_cast<bool>(kernels_[i]->backward);
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      int t = n.inputs[k];
-      if (t < 0) continue;
-      last_forward_use_[static_cast<size_t>(t)] = static_cast<int>(i);
-      p.input_grad[k] = differentiable && requires_grad_[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(k));
-      p.backward = p.backward || p.input_grad[k];
-    }
-    for (int o : n.outputs) {
-      if (o >= 0) requires_grad_[static_cast<size_t>(o)] = p.backward && dtype_is_float(g_.tensors[static_cast<size_t>(o)].dtype);
-    }
-    p.need_input.assign(n.inputs.size(), false);
-    p.need_output.assign(n.outputs.size(), false);
-    p.keep_input.assign(n.inputs.size(), false);
-    p.keep_output.assign(n.outputs.size(), false);
-    if (p.backward) {
-      OpView view(g_, n);
-      for (const Saved& s : def->saved(view, p.input_grad)) {
-        if (s.tensor < 0) continue;  // op extras live in the kernel's OpState
-        for (size_t k = 0; k < n.inputs.size(); ++k) p.need_input[k] = p.need_input[k] || n.inputs[k] == s.tensor;
-        for (size_t k = 0; k < n.outputs.size(); ++k) p.need_output[k] = p.need_output[k] || n.outputs[k] == s.tensor;
-      }
-    }
-    // A recomputing node keeps its inputs (backward or not: a reader may need its output
-    // regenerated) instead of what it saves; nobody keeps what a recomputing producer wrote.
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      p.keep_input[k] = n.inputs[k] >= 0 && (p.need_input[k] || p.recompute) && !producer_recomputes(n.inputs[k]);
-    }
-    for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.need_output[k] && !p.recompute;
-    // The earliest backward that reads a tensor, or reruns a forward that does.
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const int t = n.inputs[k];
-      if (t >= 0 && (p.need_input[k] || p.recompute) && earliest_need_[static_cast<size_t>(t)] < 0) {
-        earliest_need_[static_cast<size_t>(t)] = static_cast<int>(i);
-      }
-    }
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const int t = n.outputs[k];
-      if (t >= 0 && p.need_output[k] && earliest_need_[static_cast<size_t>(t)] < 0) earliest_need_[static_cast<size_t>(t)] = static_cast<int>(i);
-    }
-    // Backward runs in reverse order: a saved tensor is last needed by the earliest node that
-    // keeps it (nodes are visited in order, so the first to claim it is that node).
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      if (p.keep_input[k] && last_backward_use_[static_cast<size_t>(n.inputs[k])] < 0) {
-        last_backward_use_[static_cast<size_t>(n.inputs[k])] = static_cast<int>(i);
-      }
-    }
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      if (p.keep_output[k] && last_backward_use_[static_cast<size_t>(n.outputs[k])] < 0) {
-        last_backward_use_[static_cast<size_t>(n.outputs[k])] = static_cast<int>(i);
-      }
     }
   }
 }
@@ -188,7 +89,7 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
     std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int t = n.outputs[o];
-      if (t >= 0 && loss_pass && (plans_[i].keep_output[o] || last_backward_use_[static_cast<size_t>(t)] >= 0)) {
+      if (t >= 0 && loss_pass && (plan_.nodes[i].keep_output[o] || plan_.last_backward_use[static_cast<size_t>(t)] >= 0)) {
         kinds[o] = MemoryKind::Activations;
       }
     }
@@ -196,12 +97,12 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       if (n.outputs[o] >= 0) values_[n.outputs[o]] = std::move(outs[o]);
     }
-    if (!loss_pass || plans_[i].recompute) states_[i] = {};
+    if (!loss_pass || plan_.nodes[i].recompute) states_[i] = {};
     // Free what no later forward reads and backward does not keep.
     auto release = [&](int t) {
       if (t < 0 || is_output[static_cast<size_t>(t)]) return;
-      if (loss_pass && last_backward_use_[static_cast<size_t>(t)] >= 0) return;
-      if (last_forward_use_[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
+      if (loss_pass && plan_.last_backward_use[static_cast<size_t>(t)] >= 0) return;
+      if (plan_.last_forward_use[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
     };
     for (int t : n.inputs) release(t);
     for (int t : n.outputs) release(t);
@@ -221,7 +122,7 @@ std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const Ste
 
 void Executor::ensure(int t, const StepContext& ctx) {
   if (values_.count(t) || state_.count(t)) return;
-  const int u = producer_[static_cast<size_t>(t)];
+  const int u = plan_.producer[static_cast<size_t>(t)];
   if (u < 0 || rerun_[static_cast<size_t>(u)]) {
     throw InternalError("executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name +
                         "' is needed in backward but was neither kept nor can be regenerated");
@@ -318,7 +219,7 @@ void Executor::run_backward(const StepContext& ctx) {
   rerun_.assign(g_.nodes.size(), false);
   for (size_t i = g_.nodes.size(); i-- > 0;) {
     const Node& n = g_.nodes[i];
-    const NodePlan& p = plans_[i];
+    const NodePlan& p = plan_.nodes[i];
     std::vector<const Array*> dout;
     bool any = false;
     for (int t : n.outputs) {
@@ -389,9 +290,9 @@ void Executor::run_backward(const StepContext& ctx) {
     // backward or forward to rerun is left that reads them.
     for (auto it = values_.begin(); it != values_.end();) {
       const auto t = static_cast<size_t>(it->first);
-      const int lb = last_backward_use_[t], u = producer_[t];
+      const int lb = plan_.last_backward_use[t], u = plan_.producer[t];
       const bool regenerated = lb < 0 && u >= 0 && rerun_[static_cast<size_t>(u)];
-      const int until = regenerated ? earliest_need_[t] : lb;
+      const int until = regenerated ? plan_.earliest_need[t] : lb;
       const bool live = until >= 0 && until < static_cast<int>(i);
       if (live) ++it;
       else it = values_.erase(it);
@@ -417,13 +318,13 @@ double Executor::train_step(const std::vector<Array>& inputs, const Array& targe
     const Array y = kept.dtype() == DType::BF16 ? as_f32(kept) : kept;
     Array dy(y.dtype(), y.shape(), backend_.allocator(), MemoryKind::Transients);
     loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy) : backend_.mse(y, target, &dy);
-    if (requires_grad_[static_cast<size_t>(out)]) grads_[out] = stored(dy, g_.tensors[static_cast<size_t>(out)], MemoryKind::Transients);
+    if (plan_.requires_grad[static_cast<size_t>(out)]) grads_[out] = stored(dy, g_.tensors[static_cast<size_t>(out)], MemoryKind::Transients);
   }
   // The loss has read the outputs: keep only what a backward reads (the logits of a large
   // vocabulary are as big as their gradient). The other outputs (a BatchNormalization's running
   // statistics, say) take no gradient.
   for (int t : g_.outputs) {
-    if (last_backward_use_[static_cast<size_t>(t)] < 0) values_.erase(t);
+    if (plan_.last_backward_use[static_cast<size_t>(t)] < 0) values_.erase(t);
   }
   run_backward(ctx);
   return loss;
@@ -436,7 +337,7 @@ void Executor::backward_from(const std::vector<Array>& inputs, const std::vector
   TO_CHECK(output_grads.size() == g_.outputs.size());
   for (size_t k = 0; k < g_.outputs.size(); ++k) {
     int t = g_.outputs[k];
-    if (!output_grads[k] || !requires_grad_[static_cast<size_t>(t)] || grads_.count(t)) continue;
+    if (!output_grads[k] || !plan_.requires_grad[static_cast<size_t>(t)] || grads_.count(t)) continue;
     Array d(storage_dtype(g_.tensors[static_cast<size_t>(t)]), output_grads[k]->shape(), backend_.allocator(), MemoryKind::Transients);
     backend_.convert(*output_grads[k], d);
     grads_[t] = std::move(d);

@@ -14,8 +14,6 @@ namespace {
 using planner::Layout;
 using planner::Placement;
 
-bool listed(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
-
 // Per axis of a tensor of `global` shape: the first index of the shard at `coord` in `layout`
 // (nested chunks in mesh-axis order, layout.h).
 std::vector<int64_t> shard_offset(const Shape& global, const Layout& layout, const planner::DeviceMesh& mesh,
@@ -45,6 +43,7 @@ Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>
   s.out.resize(g.nodes.size());
   s.home.assign(g.tensors.size(), Layout::replicated(axes));
   s.zero.assign(g.tensors.size(), false);
+  s.recompute.assign(g.nodes.size(), false);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     s.in[n].assign(g.nodes[n].inputs.size(), Layout::replicated(axes));
     s.out[n].assign(g.nodes[n].outputs.size(), Layout::replicated(axes));
@@ -60,6 +59,7 @@ Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>
       continue;
     }
     const planner::OpConfig& oc = var.op_configs.at(static_cast<size_t>(c.op_config));
+    s.recompute[static_cast<size_t>(var.node)] = c.recompute;
     s.in[static_cast<size_t>(var.node)] = oc.inputs;
     s.out[static_cast<size_t>(var.node)] = oc.outputs;
   }
@@ -84,50 +84,24 @@ Array home_shard(const Sharding& s, const Graph& g, int t, const Array& global, 
 ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int, Array>& state, const Sharding& sharding,
                                  LossKind loss)
     : g_(g), backend_(backend), state_(state), sh_(sharding), loss_(loss) {
-  const size_t nt = g_.tensors.size();
-  requires_grad_.assign(nt, false);
-  last_forward_use_.assign(nt, -1);
-  for (size_t t = 0; t < nt; ++t) {
-    if (g_.tensors[t].kind == TensorKind::Parameter) {
-      requires_grad_[t] = true;
-      roots_.push_back(static_cast<int>(t));
-    }
-  }
-  input_grad_.resize(g_.nodes.size());
-  need_in_.resize(g_.nodes.size());
-  need_out_.resize(g_.nodes.size());
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const Node& n = g_.nodes[i];
+  for (const Node& n : g_.nodes) {
     const OpKernel* k = backend_.kernel(n.op_type);
     if (!k || !k->forward) throw InputError("node " + n.label() + ": op '" + n.op_type + "' has no " + std::string(backend_.name()) + " kernel yet");
     kernels_.push_back(k);
-    const OpDef* def = find_op(n.op_type);
-    TO_CHECK(def != nullptr);
-    bool backward = false;
-    input_grad_[i].assign(n.inputs.size(), false);
-    for (size_t q = 0; q < n.inputs.size(); ++q) {
-      const int t = n.inputs[q];
-      if (t < 0) continue;
-      last_forward_use_[static_cast<size_t>(t)] = static_cast<int>(i);
-      input_grad_[i][q] = k->backward && requires_grad_[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(q));
-      backward = backward || input_grad_[i][q];
-    }
-    for (int o : n.outputs)
-      if (o >= 0) requires_grad_[static_cast<size_t>(o)] = backward && dtype_is_float(g_.tensors[static_cast<size_t>(o)].dtype);
-    need_in_[i].assign(n.inputs.size(), false);
-    need_out_[i].assign(n.outputs.size(), false);
-    if (!backward) continue;
-    OpView view(g_, n);
-    for (const Saved& s : def->saved(view, input_grad_[i])) {
-      if (s.tensor < 0) continue;
-      for (size_t q = 0; q < n.inputs.size(); ++q) need_in_[i][q] = need_in_[i][q] || n.inputs[q] == s.tensor;
-      for (size_t q = 0; q < n.outputs.size(); ++q) need_out_[i][q] = need_out_[i][q] || n.outputs[q] == s.tensor;
+  }
+  plan_ = plan_step(g_, kernels_, /*input_gradients=*/false, sh_.recompute);
+  // A home value that some reader keeps as it is (its layout is the reader's) is an activation.
+  home_kept_.assign(g_.tensors.size(), false);
+  for (size_t i = 0; i < g_.nodes.size(); ++i) {
+    for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q) {
+      const int t = g_.nodes[i].inputs[q];
+      if (t >= 0 && plan_.nodes[i].keep_input[q] && sh_.in[i][q] == sh_.home[static_cast<size_t>(t)]) home_kept_[static_cast<size_t>(t)] = true;
     }
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
   // What the optimizer updates: the local shard, or under ZeRO-2 this worker's chunk of it, flat.
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
-  for (int t : roots_) {
+  for (int t : plan_.roots) {
     Array& w = state_.at(t);
     if (!sh_.zero[static_cast<size_t>(t)]) {
       optimizer_weights_[t] = w;
@@ -217,19 +191,112 @@ double ShardedExecutor::loss_and_gradient(const Array& target) {
   sh_.where.comm->all_reduce(totals, 2, DType::F64, sh_.where.comm->world());
   if (counts && totals[1] > 0) backend_.scale(dy, n / totals[1]);
   else backend_.fill(dy, 0.0);
-  if (requires_grad_[static_cast<size_t>(out)]) {
+  if (plan_.requires_grad[static_cast<size_t>(out)]) {
     grads_[out] = home == loss_layout ? dy : move_gradient_back(dy, out, home, loss_layout);
   }
   return totals[1] > 0 ? totals[0] / totals[1] : 0.0;
 }
 
+std::vector<Array> ShardedExecutor::run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds,
+                                             const StepContext& ctx, bool updates) {
+  const Node& n = g_.nodes[i];
+  const OpKernel& k = *kernels_[i];
+  std::vector<const Array*> in;
+  for (size_t q = 0; q < n.inputs.size(); ++q) in.push_back(n.inputs[q] < 0 ? nullptr : &ins[q]);
+  std::vector<Array> outs(n.outputs.size());
+  std::vector<Array*> out;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    if (t < 0) {
+      out.push_back(nullptr);
+      continue;
+    }
+    const Shape shape = local(t, sh_.out[i][o]);
+    if (o == 0 && k.aliases_input) {
+      if (numel(shape) != in[0]->numel()) {
+        throw InternalError("sharded executor: node " + n.label() + " views " + in[0]->str() + " (" + sh_.in[i][0].str() + ") as " +
+                            shape_str(shape) + " (" + sh_.out[i][o].str() + ")");
+      }
+      outs[o] = in[0]->view(shape);
+    } else {
+      outs[o] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), shape, backend_.allocator(), kinds[o]);
+    }
+    out.push_back(&outs[o]);
+  }
+  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, &shards_[i]});
+  if (updates) apply_state_updates(backend_, k, n, out, state_, &shards_[i]);
+  return outs;
+}
+
+const Array& ShardedExecutor::home_value(int t, const StepContext& ctx) {
+  if (auto it = values_.find(t); it != values_.end()) return it->second;
+  if (auto it = state_.find(t); it != state_.end()) return it->second;
+  const int u = plan_.producer[static_cast<size_t>(t)];
+  if (u < 0 || rerun_[static_cast<size_t>(u)]) {
+    throw InternalError("sharded executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name +
+                        "' is needed in backward but was neither kept nor can be regenerated");
+  }
+  rerun(static_cast<size_t>(u), ctx);
+  return values_.at(t);
+}
+
+Array ShardedExecutor::input_of(size_t i, size_t q, const StepContext& ctx) {
+  if (kept_in_[i][q].defined()) return kept_in_[i][q];
+  const int t = g_.nodes[i].inputs[q];
+  const Layout& home = sh_.home[static_cast<size_t>(t)];
+  const Layout& need = sh_.in[i][q];
+  const Array& h = home_value(t, ctx);
+  return home == need ? h : move(h, t, home, need, MemoryKind::Transients);
+}
+
+void ShardedExecutor::rerun(size_t i, const StepContext& ctx) {
+  const Node& n = g_.nodes[i];
+  const NodePlan& p = plan_.nodes[i];
+  std::vector<Array> ins(n.inputs.size());
+  for (size_t q = 0; q < n.inputs.size(); ++q) {
+    if (n.inputs[q] < 0) continue;
+    ins[q] = input_of(i, q, ctx);
+    if (p.need_input[q]) kept_in_[i][q] = ins[q];
+  }
+  states_[i] = {};
+  std::vector<Array> outs = run_node(i, ins, std::vector<MemoryKind>(n.outputs.size(), MemoryKind::Transients), ctx, false);
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    if (t < 0) continue;
+    if (p.need_output[o]) kept_out_[i][o] = outs[o];
+    const Layout& home = sh_.home[static_cast<size_t>(t)];
+    values_.emplace(t, home == sh_.out[i][o] ? outs[o] : move(outs[o], t, sh_.out[i][o], home, MemoryKind::Transients));
+  }
+  rerun_[i] = true;
+}
+
+void ShardedExecutor::synchronise(int t) {
+  const Layout& storage = sh_.home[static_cast<size_t>(t)];
+  auto full = full_grads_.find(t);
+  if (auto f = flat_.find(t); f != flat_.end()) {
+    Array g = full != full_grads_.end() ? full->second : Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), local(t, storage),
+                                                                backend_.allocator(), MemoryKind::Transients);
+    if (full == full_grads_.end()) backend_.fill(g, 0.0);
+    root_grads_[t] = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients);
+    if (full != full_grads_.end()) full_grads_.erase(full);
+    return;
+  }
+  const Layout from = planner::gradient_layout(storage);
+  if (from != storage) root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients);
+}
+
 double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx) {
   values_.clear();
   grads_.clear();
+  full_grads_.clear();
   kept_in_.assign(g_.nodes.size(), {});
   kept_out_.assign(g_.nodes.size(), {});
   states_.assign(g_.nodes.size(), {});
-  for (int t : roots_) {
+  rerun_.assign(g_.nodes.size(), false);
+  // Gradients accumulate in gradient_layout(storage): a persistent buffer, or under ZeRO-2 a
+  // transient one that lives from the first contribution to the reduce-scatter onto the chunk.
+  for (int t : plan_.roots) {
+    if (flat_.count(t)) continue;
     root_grads_[t] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), local(t, sh_.home[static_cast<size_t>(t)]),
                            backend_.allocator(), MemoryKind::Gradients);
     backend_.fill(root_grads_[t], 0.0);
@@ -244,18 +311,14 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
     }
     values_[t] = home_shard(sh_, g_, t, inputs[k], backend_, MemoryKind::Inputs);
   }
-  auto value = [&](int t) -> const Array& {
-    if (auto it = values_.find(t); it != values_.end()) return it->second;
-    if (auto it = state_.find(t); it != state_.end()) return it->second;
-    throw InternalError("sharded executor: tensor '" + g_.tensors[static_cast<size_t>(t)].name + "' has no value");
-  };
   std::vector<bool> is_output(g_.tensors.size(), false);
   for (int t : g_.outputs) is_output[static_cast<size_t>(t)] = true;
 
-  // Forward.
+  // Forward: each input in the layout the node's configuration needs (a moved copy when its home
+  // differs, kept when the node keeps it), each output moved to its home.
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
-    const OpKernel& k = *kernels_[i];
+    const NodePlan& p = plan_.nodes[i];
     std::vector<Array> ins(n.inputs.size());
     kept_in_[i].resize(n.inputs.size());
     for (size_t q = 0; q < n.inputs.size(); ++q) {
@@ -263,52 +326,47 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
       if (t < 0) continue;
       const Layout& home = sh_.home[static_cast<size_t>(t)];
       const Layout& need = sh_.in[i][q];
-      ins[q] = home == need ? value(t) : move(value(t), t, home, need, need_in_[i][q] ? MemoryKind::Activations : MemoryKind::Transients);
-      if (need_in_[i][q]) kept_in_[i][q] = ins[q];
+      ins[q] = home == need ? home_value(t, ctx) : move(home_value(t, ctx), t, home, need, p.keep_input[q] ? MemoryKind::Activations : MemoryKind::Transients);
+      if (p.keep_input[q]) kept_in_[i][q] = ins[q];
     }
-    std::vector<const Array*> in;
-    for (size_t q = 0; q < n.inputs.size(); ++q) in.push_back(n.inputs[q] < 0 ? nullptr : &ins[q]);
-    std::vector<Array> outs(n.outputs.size());
-    std::vector<Array*> out;
+    std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int t = n.outputs[o];
-      if (t < 0) {
-        out.push_back(nullptr);
-        continue;
+      if (t >= 0 && (p.keep_output[o] || (home_kept_[static_cast<size_t>(t)] && sh_.home[static_cast<size_t>(t)] == sh_.out[i][o]))) {
+        kinds[o] = MemoryKind::Activations;
       }
-      const Shape shape = local(t, sh_.out[i][o]);
-      if (o == 0 && k.aliases_input) {
-        if (numel(shape) != in[0]->numel()) {
-          throw InternalError("sharded executor: node " + n.label() + " views " + in[0]->str() + " (" + sh_.in[i][0].str() + ") as " +
-                              shape_str(shape) + " (" + sh_.out[i][o].str() + ")");
-        }
-        outs[o] = in[0]->view(shape);
-      }
-      else outs[o] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), shape, backend_.allocator(),
-                           need_out_[i][o] ? MemoryKind::Activations : MemoryKind::Transients);
-      out.push_back(&outs[o]);
     }
-    k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, &shards_[i]});
-    if (ctx.training) apply_state_updates(backend_, k, n, out, state_, &shards_[i]);
+    std::vector<Array> outs = run_node(i, ins, kinds, ctx, ctx.training);
+    if (p.recompute) states_[i] = {};
     kept_out_[i].resize(n.outputs.size());
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int t = n.outputs[o];
       if (t < 0) continue;
-      if (need_out_[i][o]) kept_out_[i][o] = outs[o];
+      if (p.keep_output[o]) kept_out_[i][o] = outs[o];
       const Layout& home = sh_.home[static_cast<size_t>(t)];
-      values_[t] = home == sh_.out[i][o] ? outs[o] : move(outs[o], t, sh_.out[i][o], home, MemoryKind::Transients);
+      values_[t] = home == sh_.out[i][o] ? outs[o]
+                                         : move(outs[o], t, sh_.out[i][o], home,
+                                                home_kept_[static_cast<size_t>(t)] ? MemoryKind::Activations : MemoryKind::Transients);
     }
     for (int t : n.inputs) {
-      if (t >= 0 && !is_output[static_cast<size_t>(t)] && last_forward_use_[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
+      if (t >= 0 && !is_output[static_cast<size_t>(t)] && plan_.last_forward_use[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
     }
   }
 
   const double loss = loss_and_gradient(target);
   values_.clear();
 
-  // Backward.
+  // Backward. A recomputing node runs its forward again; what a backward reads and nobody kept is
+  // regenerated by its producers and moved into the layout the reader needs. A parameter's
+  // gradient is synchronised as soon as it is complete (after the backward of its first reader).
+  std::vector<std::vector<int>> done_after(g_.nodes.size());
+  for (int t : plan_.roots) {
+    const int d = plan_.gradient_done[static_cast<size_t>(t)];
+    if (d >= 0) done_after[static_cast<size_t>(d)].push_back(t);
+  }
   for (size_t i = g_.nodes.size(); i-- > 0;) {
     const Node& n = g_.nodes[i];
+    const NodePlan& p = plan_.nodes[i];
     std::vector<Array> douts(n.outputs.size());
     std::vector<const Array*> dout;
     bool any = false;
@@ -324,20 +382,21 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
       dout.push_back(&douts[o]);
       any = true;
     }
-    const bool backward = std::any_of(input_grad_[i].begin(), input_grad_[i].end(), [](bool b) { return b; });
-    if (backward && any) {
+    if (p.backward && any) {
+      if (p.recompute && !rerun_[i]) rerun(i, ctx);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
       for (size_t q = 0; q < n.inputs.size(); ++q) {
         const int t = n.inputs[q];
-        in.push_back(t >= 0 && need_in_[i][q] ? &kept_in_[i][q] : nullptr);
+        if (t >= 0 && p.need_input[q] && !kept_in_[i][q].defined()) kept_in_[i][q] = input_of(i, q, ctx);
+        in.push_back(t >= 0 && p.need_input[q] ? &kept_in_[i][q] : nullptr);
         in_shapes.push_back(t >= 0 ? local(t, sh_.in[i][q]) : Shape{});
       }
-      for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && need_out_[i][o] ? &kept_out_[i][o] : nullptr);
+      for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? &kept_out_[i][o] : nullptr);
       std::vector<Array> dins(n.inputs.size());
       std::vector<Array*> din;
       for (size_t q = 0; q < n.inputs.size(); ++q) {
-        if (!input_grad_[i][q]) {
+        if (!p.input_grad[q]) {
           din.push_back(nullptr);
           continue;
         }
@@ -346,15 +405,21 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
       for (size_t q = 0; q < n.inputs.size(); ++q) {
-        if (!input_grad_[i][q]) continue;
+        if (!p.input_grad[q]) continue;
         const int t = n.inputs[q];
         const Layout& home = sh_.home[static_cast<size_t>(t)];
         Array d = home == sh_.in[i][q] ? dins[q] : move_gradient_back(dins[q], t, home, sh_.in[i][q]);
-        if (auto root = root_grads_.find(t); root != root_grads_.end()) {
+        if (flat_.count(t)) {
+          auto it = full_grads_.find(t);
+          if (it == full_grads_.end()) {
+            it = full_grads_.emplace(t, Array(DType::F32, d.shape(), backend_.allocator(), MemoryKind::Transients)).first;
+            backend_.fill(it->second, 0.0);
+          }
+          backend_.accumulate(it->second, d);
+        } else if (auto root = root_grads_.find(t); root != root_grads_.end()) {
           backend_.accumulate(root->second, d);
         } else if (auto it = grads_.find(t); it != grads_.end()) {
-          backend_.accumulate(it->second, d);
-        } else {
+          backend_.accumulate(it->second, d);        } else {
           grads_[t] = d;
         }
       }
@@ -364,20 +429,18 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
     kept_in_[i].clear();
     kept_out_[i].clear();
     states_[i] = {};
-  }
-  // Gradient synchronisation: each parameter's gradient from gradient_layout(storage) into its
-  // storage layout (replicated axes all-reduce), or under ZeRO-2 onto this worker's flat chunk
-  // (replicated axes reduce-scatter).
-  for (int t : roots_) {
-    const Layout& storage = sh_.home[static_cast<size_t>(t)];
-    const Layout from = planner::gradient_layout(storage);
-    if (auto f = flat_.find(t); f != flat_.end()) {
-      Array& g = root_grads_[t];
-      g = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients);
-    } else if (from != storage) {
-      root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients);
+    for (int t : done_after[i]) synchronise(t);
+    // Regenerated values live until no backward (or rerun) left reads them.
+    for (auto it = values_.begin(); it != values_.end();) {
+      const int until = plan_.earliest_need[static_cast<size_t>(it->first)];
+      if (until >= 0 && until < static_cast<int>(i)) ++it;
+      else it = values_.erase(it);
     }
   }
+  values_.clear();
+  // Parameters no backward reached (their gradient is zero) are synchronised last, in a fixed order.
+  for (int t : plan_.roots)
+    if (plan_.gradient_done[static_cast<size_t>(t)] < 0) synchronise(t);
   return loss;
 }
 

@@ -1,7 +1,9 @@
 // The sharded training step equals the one-device step: on the runtime's reference models, for
 // random strategies of the planner's space (every variable's configuration drawn at random, so
 // tensor, data and mixed parallelism, partial sums, tensor variables and every kind of layout
-// transition occur, and ZeRO-2) on meshes [2], [3] and [2,2] of worker processes over Gloo, three steps of SGD
+// transition occur, recompute and ZeRO-2; and draws that take recompute and ZeRO-2 wherever the
+// space offers them, with every op free to recompute) on meshes [2], [3] and [2,2] of worker
+// processes over Gloo, three steps of SGD
 // with momentum give the one-device losses (relative 1e-5: float32 sums in another order), the
 // first step's gradients (per tensor |ours - one device| <= 1e-4 * max|one device| + 1e-7) and the
 // final weights (1e-3 * max + 1e-5: three steps carry the first step's rounding differences on).
@@ -102,18 +104,31 @@ void check_gradients(const Graph& g, ShardedExecutor& ex, const Sharding& sh, co
 
 // One worker: a random strategy (the same draw on every worker), three steps, then its losses and
 // gathered weights against the one-device run. Throws on the first difference.
-void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_t draw, int rank, const std::string& store,
+// How a strategy is drawn: every configuration alike, or only those that recompute (ops) and use
+// ZeRO-2 (parameters) wherever a variable has some, in the space where every op may recompute.
+enum class Draw { Any, RecomputeZero };
+
+void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_t draw, Draw how, int rank, const std::string& store,
             const OneDevice& want) {
   Graph g = import_onnx_file(kDir + name + ".onnx", {.batch = 4});
   const planner::Cluster cluster = planner::load_cluster("cpu");
   const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, mesh_shape);
   planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
   planner::SpaceOptions so;
+  so.recompute_all = how == Draw::RecomputeZero;
   planner::StrategySpace space(g, mesh, compute, so);
   std::mt19937_64 rng(draw);
   std::vector<int> assignment;
-  for (const planner::Variable& v : space.variables())
-    assignment.push_back(static_cast<int>(rng() % v.configs.size()));
+  for (const planner::Variable& v : space.variables()) {
+    std::vector<int> pool;
+    for (size_t c = 0; c < v.configs.size(); ++c) {
+      if (how == Draw::Any || v.configs[c].recompute || v.configs[c].zero == 2) pool.push_back(static_cast<int>(c));
+    }
+    if (pool.empty()) {
+      for (size_t c = 0; c < v.configs.size(); ++c) pool.push_back(static_cast<int>(c));
+    }
+    assignment.push_back(pool[rng() % pool.size()]);
+  }
 
   comm::GlooOptions o;
   o.rank = rank;
@@ -162,7 +177,7 @@ void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_
   }
 }
 
-void random_strategies(const std::string& name, const std::vector<int>& mesh_shape, int draws) {
+void random_strategies(const std::string& name, const std::vector<int>& mesh_shape, int draws, Draw how = Draw::Any) {
   const OneDevice want = one_device(name);
   int n = 1;
   for (int a : mesh_shape) n *= a;
@@ -170,7 +185,7 @@ void random_strategies(const std::string& name, const std::vector<int>& mesh_sha
     CAPTURE(name);
     CAPTURE(d);
     test::TempDir dir;
-    auto results = test::run_children(n, [&](int rank) { worker(name, mesh_shape, 1000 + static_cast<uint64_t>(d), rank, dir.path, want); },
+    auto results = test::run_children(n, [&](int rank) { worker(name, mesh_shape, 1000 + static_cast<uint64_t>(d), how, rank, dir.path, want); },
                                       std::chrono::seconds(120));
     for (size_t r = 0; r < results.size(); ++r) {
       CAPTURE(r);
@@ -192,6 +207,13 @@ TEST_CASE("sharded step: random strategies on 2 and 3 workers equal the one-devi
 
 TEST_CASE("sharded step: random strategies on a 2x2 mesh equal the one-device step") {
   for (const char* name : {"mlp", "gpt", "branches"}) random_strategies(name, {2, 2}, 2);
+}
+
+TEST_CASE("sharded step: recompute and ZeRO-2 wherever offered equal the one-device step") {
+  for (const char* name : {"mlp", "gpt", "vit", "branches"}) {
+    random_strategies(name, {2}, 2, Draw::RecomputeZero);
+    random_strategies(name, {2, 2}, 1, Draw::RecomputeZero);
+  }
 }
 
 }  // namespace tensoropt

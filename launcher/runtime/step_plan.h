@@ -1,0 +1,49 @@
+// What one training step keeps, frees and recomputes, node by node and tensor by tensor: the part
+// of a training step that both executors (executor.h: one device; sharded_executor.h: a worker's
+// shard of a strategy) share, so they keep and regenerate exactly the same tensors.
+//
+// It comes from the op catalogue (OpDef::saved: what each op's backward reads, for the inputs that
+// take a gradient) and the recompute choices (a plan point's ` recompute` configurations,
+// docs/cost-model.md "Recompute"):
+// - a node that recomputes keeps nothing of its own (no saved output, no OpState extras) and keeps
+//   its inputs instead, unless their producer recomputes too; in backward its forward runs again;
+// - a node that reads no data (a transposed weight, a causal mask built from constants) always
+//   recomputes: the planner counts what it makes as model state, not as activations;
+// - nobody keeps what a recomputing producer wrote: a backward that reads it regenerates it.
+#pragma once
+
+#include <vector>
+
+#include "graph/ir.h"
+#include "launcher/runtime/kernel.h"
+
+namespace tensoropt::runtime {
+
+struct NodePlan {
+  std::vector<bool> input_grad;    // this input receives a gradient
+  std::vector<bool> need_input;    // backward reads this input (the catalogue's `saved`)
+  std::vector<bool> need_output;   // and this output
+  std::vector<bool> keep_input;    // forward keeps this input for backward (or for a rerun)
+  std::vector<bool> keep_output;   // and this output
+  bool backward = false;           // some input receives a gradient
+  bool recompute = false;          // keeps nothing; its forward runs again in backward
+};
+
+struct StepPlan {
+  std::vector<NodePlan> nodes;
+  std::vector<int> roots;                // tensors whose gradient the step returns
+  std::vector<bool> requires_grad;       // per tensor: a gradient flows into it
+  std::vector<int> producer;             // per tensor: the node writing it, or -1
+  std::vector<int> last_forward_use;     // per tensor: the last node reading it in forward, or -1
+  std::vector<int> last_backward_use;    // per tensor: the earliest node that keeps it, or -1
+  std::vector<int> earliest_need;        // per tensor: the earliest node whose backward (or rerun) reads it, or -1
+  std::vector<int> gradient_done;        // per tensor: the earliest node whose backward adds to its gradient, or -1
+};
+
+// `kernels[i]` is node i's kernel (its `backward` empty: no input of it takes a gradient).
+// Roots: the parameters, and with `input_gradients` the float data inputs too. `recompute`: per
+// node, or empty for none.
+StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, bool input_gradients,
+                   const std::vector<bool>& recompute);
+
+}  // namespace tensoropt::runtime
