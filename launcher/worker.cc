@@ -147,7 +147,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     runtime::Batch batch = data->next(step);
     ctx.step = step;
     const auto t0 = std::chrono::steady_clock::now();
-    const double loss = ex.train_step(batch.inputs, batch.target, ctx);
+    const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
     optimizer.step(ex);
     ex.after_optimizer_step();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

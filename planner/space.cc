@@ -286,7 +286,9 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
         case VarKind::Tensor: b = tensor_terms(v, c); break;
       }
       var_terms_[i].push_back(b);
-      workspace_[i].push_back(op_workspace(i, static_cast<int>(k)));
+      workspace_[i].push_back(v.kind == VarKind::Op          ? op_workspace(i, static_cast<int>(k))
+                              : v.kind == VarKind::Parameter ? parameter_workspace(v, c)
+                                                             : 0.0);
       problem_.node_cost[i].push_back({b.time(), b.memory()});
     }
   }
@@ -412,9 +414,12 @@ int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t 
   RedistributePlan plan = redistribute(t.shape, eb, from, to, mesh_);
   for (const Step& s : plan.steps)
     if (is_collective(s.kind)) c.forward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
+  c.transient = static_cast<double>(transient_bytes(plan, mesh_));
   if (gradient) {
-    for (const Step& s : backward_plan(plan, mesh_).steps)
+    const RedistributePlan back = backward_plan(plan, mesh_);
+    for (const Step& s : back.steps)
       if (is_collective(s.kind)) c.backward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
+    c.transient = std::max(c.transient, static_cast<double>(transient_bytes(back, mesh_)));
   }
   const int32_t index = static_cast<int32_t>(comm_values_.size());
   comm_values_.push_back(c);
@@ -658,10 +663,33 @@ double StrategySpace::op_workspace(size_t var, int config) const {
   return w;
 }
 
+double StrategySpace::parameter_workspace(const Variable& v, const VarConfig& c) const {
+  const Tensor& t = graph_->tensors[static_cast<size_t>(v.tensor)];
+  const Training& tr = options_.training;
+  const Layout grad = gradient_layout(c.layout);
+  if (grad == c.layout) return 0;  // nothing replicates it: no synchronisation
+  if (c.zero < 2) return static_cast<double>(transient_bytes(redistribute(t.shape, tr.gradient_bytes(), grad, c.layout, mesh_), mesh_, true));
+  // ZeRO-2: the whole local gradient, from its first addend to the reduce-scatter onto the chunk,
+  // and the reduce-scatter's own; then the gather of the updated chunks.
+  const int64_t n = numel(max_local_shape(t.shape, c.layout, mesh_));
+  const ZeroFlat z = zero_flat(c.layout);
+  const auto scatter = static_cast<double>(n * tr.gradient_bytes() + transient_bytes(redistribute({n}, tr.gradient_bytes(), z.gradient, z.chunk, mesh_), mesh_, true));
+  const auto gather = static_cast<double>(transient_bytes(redistribute({n}, tr.weight_bytes(), z.chunk, z.whole, mesh_), mesh_));
+  return std::max(scatter, gather);
+}
+
 double StrategySpace::workspace(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
   double most = 0;
   for (size_t i = 0; i < vars_.size(); ++i) most = std::max(most, workspace_[i][static_cast<size_t>(assignment[i])]);
+  // Redistributions on links: the buffers of the plan and of its backward plan.
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
+    const int32_t index = comm_link_[e][static_cast<size_t>(assignment[static_cast<size_t>(l.from)]) * kv +
+                                        static_cast<size_t>(assignment[static_cast<size_t>(l.to)])];
+    if (index >= 0) most = std::max(most, comm_values_[static_cast<size_t>(index)].transient);
+  }
   return most;
 }
 

@@ -164,6 +164,7 @@ class StrategySpace {
  private:
   struct CommCost {
     std::array<double, 4> forward{}, backward{};
+    double transient = 0;  // the larger transient_bytes of the plan and of its backward plan
   };
   const Layout& from_layout(const Link& l, int config) const;
   const Layout& to_layout(const Link& l, int config) const;
@@ -171,6 +172,7 @@ class StrategySpace {
   void add_link_terms(Breakdown& b, int link, int from_config, int to_config) const;  // b += link_terms()
   int64_t local_bytes(int tensor, const Layout& layout) const;
   double op_workspace(size_t var, int config) const;  // one op variable's backward transient
+  double parameter_workspace(const Variable& v, const VarConfig& c) const;  // its gradient synchronisation's transient
   // Forward and backward time per collective kind of one layout transition, while building:
   // transition_index() is its place in comm_values_, each distinct transition costed once (layers
   // repeat, and so do their transitions).
@@ -188,7 +190,7 @@ class StrategySpace {
   SpaceOptions options_;
   std::vector<NodeCost> node_costs_;
   std::vector<bool> requires_grad_;
-  std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace
+  std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
   std::vector<bool> is_output_;
   std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
   std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links

@@ -108,16 +108,10 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       continue;
     }
     Flat f;
-    std::vector<Placement> partial, split, whole;
-    for (const Placement& p : sh_.home[static_cast<size_t>(t)].placements()) {
-      const bool replicated = p.is_replicate();
-      partial.push_back(replicated ? Placement::partial() : Placement::replicate());
-      split.push_back(replicated ? Placement::shard(0) : Placement::replicate());
-      whole.push_back(Placement::replicate());
-    }
-    f.partial = Layout(partial);
-    f.split = Layout(split);
-    f.whole = Layout(whole);
+    const planner::ZeroFlat z = planner::zero_flat(sh_.home[static_cast<size_t>(t)]);
+    f.partial = z.gradient;
+    f.split = z.chunk;
+    f.whole = z.whole;
     f.size = w.numel();
     f.offset = shard_offset({f.size}, f.split, *sh_.where.mesh, coord)[0];
     f.length = planner::local_shape({f.size}, f.split, *sh_.where.mesh, coord)[0];
@@ -140,10 +134,10 @@ Shape ShardedExecutor::local(int t, const Layout& l) const {
   return planner::local_shape(g_.tensors[static_cast<size_t>(t)].shape, l, *sh_.where.mesh, sh_.where.mesh->coords(sh_.where.rank));
 }
 
-Array ShardedExecutor::move(const Array& x, int t, const Layout& from, const Layout& to, MemoryKind kind) {
+Array ShardedExecutor::move(const Array& x, int t, const Layout& from, const Layout& to, MemoryKind kind, bool consume) {
   const Shape& shape = g_.tensors[static_cast<size_t>(t)].shape;
   return run_transition(x, planner::redistribute(shape, static_cast<int>(dtype_size(x.dtype())), from, to, *sh_.where.mesh), sh_.where,
-                        backend_, kind);
+                        backend_, kind, consume);
 }
 
 Array ShardedExecutor::move_gradient_back(const Array& grad, int t, const Layout& from, const Layout& to) {
@@ -154,25 +148,28 @@ Array ShardedExecutor::move_gradient_back(const Array& grad, int t, const Layout
   return run_transition(grad, planner::backward_plan(forward, *sh_.where.mesh), sh_.where, backend_, MemoryKind::Transients);
 }
 
-double ShardedExecutor::loss_and_gradient(const Array& target) {
+std::pair<Layout, Layout> ShardedExecutor::loss_layouts() const {
   const int out = g_.outputs[0];
   const Layout& home = sh_.home[static_cast<size_t>(out)];
   const int rank = static_cast<int>(g_.tensors[static_cast<size_t>(out)].shape.size());
   const bool ce = loss_ == LossKind::CrossEntropy;
-  // The loss layout: partial sums reduced, and the class dimension whole for cross-entropy.
+  // The loss layout: partial sums reduced, and the class dimension whole for cross-entropy; the
+  // target's: the same rows (labels have no class dimension).
   std::vector<Placement> lp = home.placements(), tp;
   for (Placement& p : lp) {
     if (p.is_partial() || (ce && p.is_shard(rank - 1))) p = Placement::replicate();
     tp.push_back(ce && p.is_shard() && p.dim() >= rank - 1 ? Placement::replicate() : p);
   }
-  const Layout loss_layout(lp), target_layout(tp);
+  return {Layout(lp), Layout(tp)};
+}
+
+double ShardedExecutor::loss_and_gradient(const Array& tl) {
+  const int out = g_.outputs[0];
+  const Layout& home = sh_.home[static_cast<size_t>(out)];
+  const bool ce = loss_ == LossKind::CrossEntropy;
+  const Layout loss_layout = loss_layouts().first;
   const Array& y = values_.at(out);
   Array yl = home == loss_layout ? y : move(y, out, home, loss_layout, MemoryKind::Transients);
-  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
-  Array tl = run_transition(target,
-                            planner::redistribute(target.shape(), static_cast<int>(dtype_size(target.dtype())), replicated, target_layout,
-                                                  *sh_.where.mesh),
-                            sh_.where, backend_, MemoryKind::Inputs);
   // Rows held by several workers (replicated axes) count at coordinate 0 of those axes only.
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
   bool counts = true;
@@ -277,15 +274,15 @@ void ShardedExecutor::synchronise(int t) {
     Array g = full != full_grads_.end() ? full->second : Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), local(t, storage),
                                                                 backend_.allocator(), MemoryKind::Transients);
     if (full == full_grads_.end()) backend_.fill(g, 0.0);
-    root_grads_[t] = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients);
+    root_grads_[t] = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients, true);
     if (full != full_grads_.end()) full_grads_.erase(full);
     return;
   }
   const Layout from = planner::gradient_layout(storage);
-  if (from != storage) root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients);
+  if (from != storage) root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients, /*consume=*/true);
 }
 
-double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx) {
+double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, const StepContext& ctx) {
   values_.clear();
   grads_.clear();
   full_grads_.clear();
@@ -310,6 +307,14 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
                        shape_str(x.shape));
     }
     values_[t] = home_shard(sh_, g_, t, inputs[k], backend_, MemoryKind::Inputs);
+    inputs[k] = Array();  // the global batch: only this worker's shard stays
+  }
+  {
+    const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+    target = run_transition(target,
+                            planner::redistribute(target.shape(), static_cast<int>(dtype_size(target.dtype())), replicated,
+                                                  loss_layouts().second, *sh_.where.mesh),
+                            sh_.where, backend_, MemoryKind::Inputs);
   }
   std::vector<bool> is_output(g_.tensors.size(), false);
   for (int t : g_.outputs) is_output[static_cast<size_t>(t)] = true;
@@ -444,9 +449,9 @@ double ShardedExecutor::train_step(const std::vector<Array>& inputs, const Array
   return loss;
 }
 
-Array ShardedExecutor::move_flat(const Array& x, int64_t size, const Layout& from, const Layout& to, MemoryKind kind) {
+Array ShardedExecutor::move_flat(const Array& x, int64_t size, const Layout& from, const Layout& to, MemoryKind kind, bool consume) {
   return run_transition(x, planner::redistribute({size}, static_cast<int>(dtype_size(x.dtype())), from, to, *sh_.where.mesh), sh_.where,
-                        backend_, kind);
+                        backend_, kind, consume);
 }
 
 void ShardedExecutor::after_optimizer_step() {

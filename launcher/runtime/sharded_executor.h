@@ -44,6 +44,7 @@
 
 #include <map>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "graph/ir.h"
@@ -79,7 +80,8 @@ class ShardedExecutor final : public GradientSource {
   // Forward, loss and backward of one step on the GLOBAL batch (every worker passes the same
   // inputs and target; each takes its shard). Returns the global loss. Afterwards gradient(t) is
   // the synchronised gradient of parameter t's local shard.
-  double train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx);
+  // The global arrays are given up: each is dropped once its shard is taken.
+  double train_step(std::vector<Array> inputs, Array target, const StepContext& ctx);
   // What the optimizer updates, per parameter: its local shard, or under ZeRO-2 this worker's
   // chunk of it (a view), and the matching gradient.
   std::map<int, Array>& optimizer_weights() { return optimizer_weights_; }
@@ -92,10 +94,13 @@ class ShardedExecutor final : public GradientSource {
   Array whole_gradient(int tensor);
 
  private:
-  Array move(const Array& x, int t, const planner::Layout& from, const planner::Layout& to, MemoryKind kind);
+  // x (tensor t's shard in `from`) in `to`; `consume`: x may be overwritten (a gradient being synchronised).
+  Array move(const Array& x, int t, const planner::Layout& from, const planner::Layout& to, MemoryKind kind, bool consume = false);
   Array move_gradient_back(const Array& g, int t, const planner::Layout& home, const planner::Layout& used);
   Shape local(int t, const planner::Layout& l) const;
+  // The loss on the output's loss layout against `target`, this worker's rows of it; the gradient.
   double loss_and_gradient(const Array& target);
+  std::pair<planner::Layout, planner::Layout> loss_layouts() const;  // the output's and the target's
   // Node i's kernel on `ins` (its local shards in the layouts it needs); outputs allocated as `kinds`.
   std::vector<Array> run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds, const StepContext& ctx,
                               bool updates);
@@ -131,7 +136,8 @@ class ShardedExecutor final : public GradientSource {
     int64_t size = 0, offset = 0, length = 0;
   };
   std::map<int, Flat> flat_;
-  Array move_flat(const Array& x, int64_t size, const planner::Layout& from, const planner::Layout& to, MemoryKind kind);
+  Array move_flat(const Array& x, int64_t size, const planner::Layout& from, const planner::Layout& to, MemoryKind kind,
+                  bool consume = false);
 };
 
 }  // namespace tensoropt::runtime

@@ -42,8 +42,9 @@ class StepRunner {
   StepRunner(const planner::RedistributePlan& plan, const MeshContext& where, Backend& backend, DType dtype)
       : plan_(plan), where_(where), backend_(backend), dtype_(dtype), coord_(where.mesh->coords(where.rank)) {}
 
-  // `layout` is the shard's layout before the step; `out` is the kind of the step's result.
-  Array run(const Array& x, const Step& step, const Layout& layout, MemoryKind out) {
+  // `layout` is the shard's layout before the step; `out` is the kind of the step's result; `owned`:
+  // x may be overwritten.
+  Array run(const Array& x, const Step& step, const Layout& layout, MemoryKind out, bool owned) {
     const int axis = step.mesh_axis;
     const comm::Group group{where_.mesh->group(where_.rank, axis)};
     const int p = group.size(), k = coord_[static_cast<size_t>(axis)];
@@ -74,7 +75,7 @@ class StepRunner {
         return y;
       }
       case StepKind::AllReduce: {
-        Array y = copy_of(x, out);
+        Array y = owned ? x : copy_of(x, out);
         where_.comm->all_reduce(y.raw(), y.numel(), y.dtype(), group);
         return y;
       }
@@ -83,9 +84,10 @@ class StepRunner {
         const Chunks ch{parent(i), p};
         std::vector<int64_t> counts;
         for (int m = 0; m < p; ++m) counts.push_back(numel(with_dim(xs, i, ch.len(m))));
-        Array all = alloc({sum(counts)}, MemoryKind::Transients);
+        const bool direct = planner::outer_size(xs, i) == 1;  // the gathered chunks are the result
+        Array all = alloc({sum(counts)}, direct ? out : MemoryKind::Transients);
         where_.comm->all_gather_v(x.raw(), all.raw(), counts, x.dtype(), group);
-        return unpack(all, xs, i, ch, out);
+        return direct ? all.view(with_dim(xs, i, ch.n)) : unpack(all, xs, i, ch, out);
       }
       case StepKind::ReduceScatter: {
         const int j = step.to.dim();
@@ -103,9 +105,10 @@ class StepRunner {
         Array packed = pack(x, j, cj, send);
         const Shape mine = with_dim(xs, j, cj.len(k));  // my chunk of j, member m's chunk of i
         for (int m = 0; m < p; ++m) recv.push_back(numel(with_dim(mine, i, ci.len(m))));
-        Array got = alloc({sum(recv)}, MemoryKind::Transients);
+        const bool direct = planner::outer_size(mine, i) == 1;
+        Array got = alloc({sum(recv)}, direct ? out : MemoryKind::Transients);
         where_.comm->all_to_all_v(packed.raw(), send, got.raw(), recv, x.dtype(), group);
-        return unpack(got, mine, i, ci, out);
+        return direct ? got.view(with_dim(mine, i, ci.n)) : unpack(got, mine, i, ci, out);
       }
     }
     throw InternalError("run_transition: unknown step " + step.str());
@@ -120,8 +123,13 @@ class StepRunner {
     return y;
   }
 
-  // x's chunks of dimension d one after the other, chunk m's element count in counts[m].
+  // x's chunks of dimension d one after the other, chunk m's element count in counts[m]: x itself
+  // when they already are.
   Array pack(const Array& x, int d, const Chunks& ch, std::vector<int64_t>& counts) {
+    if (planner::outer_size(x.shape(), d) == 1) {
+      for (int m = 0; m < ch.p; ++m) counts.push_back(numel(with_dim(x.shape(), d, ch.len(m))));
+      return x.view({x.numel()});
+    }
     Array packed = alloc({x.numel()}, MemoryKind::Transients);
     int64_t at = 0;
     for (int m = 0; m < ch.p; ++m) {
@@ -163,7 +171,7 @@ class StepRunner {
 }  // namespace
 
 Array run_transition(const Array& local, const planner::RedistributePlan& plan, const MeshContext& where, Backend& backend,
-                     MemoryKind kind) {
+                     MemoryKind kind, bool consume_input) {
   TO_CHECK(where.mesh != nullptr && where.comm != nullptr);
   const std::vector<int> coord = where.mesh->coords(where.rank);
   const Shape expected = planner::local_shape(plan.shape, plan.from, *where.mesh, coord);
@@ -177,7 +185,7 @@ Array run_transition(const Array& local, const planner::RedistributePlan& plan, 
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     const bool last = s + 1 == plan.steps.size();
-    x = runner.run(x, step, layout, last ? kind : MemoryKind::Transients);
+    x = runner.run(x, step, layout, last ? kind : MemoryKind::Transients, s > 0 || consume_input);
     layout = layout.with(step.mesh_axis, step.to);
   }
   if (plan.steps.empty() && local.kind() != kind) {

@@ -18,7 +18,12 @@
 //
 // Sums (AllReduce, ReduceScatter) need a float32, float64, int32 or int64 shard; the others move
 // any dtype. Buffers come from the backend's allocator as MemoryKind::Transients; the result is
-// allocated as `kind`. Errors: a shard whose shape is not plan.from's local shape at this worker is
+// allocated as `kind`. No copy that is not needed: chunks that already lie one after another are
+// sent from the shard itself and received straight into the result, and an AllReduce sums in place
+// on a previous step's result, or on the input itself when the caller gives it up
+// (`consume_input`: its values are then lost, as a gradient's are once synchronised). What this
+// holds at most, besides the input, is planner::transient_bytes(plan, mesh, consume_input): the
+// planner's figure. Errors: a shard whose shape is not plan.from's local shape at this worker is
 // an InternalError; a collective's failure is comm::CommError. Not thread-safe (the communicator).
 #pragma once
 
@@ -39,6 +44,6 @@ struct MeshContext {
 
 // This worker's shard of `local` (in plan.from) after the plan: its shard in plan.to.
 Array run_transition(const Array& local, const planner::RedistributePlan& plan, const MeshContext& where, Backend& backend,
-                     MemoryKind kind);
+                     MemoryKind kind, bool consume_input = false);
 
 }  // namespace tensoropt::runtime

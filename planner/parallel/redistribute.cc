@@ -187,6 +187,65 @@ RedistributePlan redistribute(const Shape& shape, int dtype_bytes, const Layout&
   return plan;
 }
 
+ZeroFlat zero_flat(const Layout& storage) {
+  std::vector<Placement> gradient, chunk, whole;
+  for (const Placement& p : storage.placements()) {
+    const bool replicated = p.is_replicate();
+    gradient.push_back(replicated ? Placement::partial() : Placement::replicate());
+    chunk.push_back(replicated ? Placement::shard(0) : Placement::replicate());
+    whole.push_back(Placement::replicate());
+  }
+  return {Layout(gradient), Layout(chunk), Layout(whole)};
+}
+
+int64_t outer_size(const Shape& shape, int d) {
+  int64_t n = 1;
+  for (int k = 0; k < d; ++k) n *= shape[static_cast<size_t>(k)];
+  return n;
+}
+
+int64_t transient_bytes(const RedistributePlan& plan, const DeviceMesh& mesh, bool consume_input) {
+  const std::vector<int> origin(static_cast<size_t>(mesh.ndim()), 0);
+  Layout layout = plan.from;
+  int64_t most = 0, carried = 0;  // carried: the bytes of the current shard that are not the input
+  for (size_t k = 0; k < plan.steps.size(); ++k) {
+    const Step& s = plan.steps[k];
+    const Layout next = layout.with(s.mesh_axis, s.to);
+    const Shape before = local_shape(plan.shape, layout, mesh, origin);
+    const int64_t in = numel(before) * plan.dtype_bytes, out = numel(local_shape(plan.shape, next, mesh, origin)) * plan.dtype_bytes;
+    int64_t held = out;
+    switch (s.kind) {
+      case StepKind::AllGather:
+        if (outer_size(before, s.from.dim()) != 1) held += out;  // received, then unpacked
+        break;
+      case StepKind::ReduceScatter:
+        if (outer_size(before, s.to.dim()) != 1) held += in;  // packed
+        break;
+      case StepKind::AllToAll: {
+        if (outer_size(before, s.to.dim()) != 1) held += in;  // packed
+        Shape mine = before;
+        mine[static_cast<size_t>(s.to.dim())] = chunk_size(before[static_cast<size_t>(s.to.dim())], s.group_size, 0);
+        if (outer_size(mine, s.from.dim()) != 1) held += out;  // received, then unpacked
+        break;
+      }
+      case StepKind::AllReduce:
+        if (k > 0 || consume_input) held = -1;  // in place
+        break;
+      case StepKind::LocalSlice:
+      case StepKind::LocalPad:
+      case StepKind::LocalPartial: break;
+    }
+    if (held < 0) {
+      most = std::max(most, carried);  // the result is the shard itself
+    } else {
+      most = std::max(most, carried + held);
+      carried = out;
+    }
+    layout = next;
+  }
+  return most;
+}
+
 RedistributePlan backward_plan(const RedistributePlan& plan, const DeviceMesh& mesh) {
   struct Move {
     int axis;

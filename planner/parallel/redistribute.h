@@ -113,7 +113,31 @@ bool fits_on_mesh(const Shape& shape, int dtype_bytes, const DeviceMesh& mesh);
 
 Placement gradient_placement(const Placement& p);
 Layout gradient_layout(const Layout& l);
+
+// ZeRO-2 (docs/cost-model.md "ZeRO"), as the planner costs it and the runtime runs it: a parameter
+// stored in `storage` keeps its local shard, flattened, split over the mesh axes that replicate it
+// (S(0) of the flat vector, nested ceil chunks). Layouts of that flat vector: its gradient's addends
+// (P on those axes), this device's chunk (S(0) on them) and the gathered vector (R); the axes that
+// split the parameter are R in all three (each device's flat vector is its own shard).
+struct ZeroFlat {
+  Layout gradient, chunk, whole;
+};
+ZeroFlat zero_flat(const Layout& storage);
 // REQUIRES: `plan` came from redistribute on `mesh`.
 RedistributePlan backward_plan(const RedistributePlan& plan, const DeviceMesh& mesh);
+
+// The most bytes a device holds at once while it executes `plan` on `mesh`, besides the plan's
+// input, as the runtime executes it (launcher/runtime/transition.h, whose test checks its allocator
+// against this on every layout pair): each step's result; the buffer a ReduceScatter or AllToAll
+// packs its chunks into, unless they already lie one after another (every dimension before the
+// split one has size 1); the buffer an AllGather or AllToAll receives into, unless it already is
+// the result (the same condition on the gathered dimension); and the previous step's result while
+// the next one runs. An AllReduce works in place on a previous step's result, and on the input
+// itself when `consume_input` (the caller gives the input up: a gradient being synchronised);
+// otherwise on a copy. The largest shards (the device at coordinate 0) give the figure. The planner
+// charges it as workspace (docs/cost-model.md "Workspace"). 0 for an empty plan.
+int64_t transient_bytes(const RedistributePlan& plan, const DeviceMesh& mesh, bool consume_input = false);
+// The product of the dimensions before `d`: 1 when the chunks of d lie one after another.
+int64_t outer_size(const Shape& shape, int d);
 
 }  // namespace tensoropt::planner

@@ -147,7 +147,7 @@ void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_
   auto data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
   for (int s = 1; s <= kSteps; ++s) {
     Batch b = data->next(s);
-    const double loss = ex.train_step(b.inputs, b.target, StepContext{&backend.allocator(), true, 0, s, 1});
+    const double loss = ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
     const double ref = want.losses[static_cast<size_t>(s - 1)];
     if (std::abs(loss - ref) > 1e-5 * std::abs(ref)) {
       std::ostringstream os;

@@ -4,7 +4,10 @@
 // after the plan is exactly its shard of the target layout, and backward_plan carries a gradient
 // in gradient_layout(to) to the same gradient in gradient_layout(from). Values are small integers,
 // so sums are exact in float32. A Partial layout's addends differ per device (not one device
-// holding the value), so a step that drops or double-counts an addend shows.
+// holding the value), so a step that drops or double-counts an addend shows. The most bytes a
+// worker's allocator holds during a plan, beyond its input, is planner::transient_bytes(plan) on
+// the worker at coordinate 0 (which holds the largest chunks) and at most that on the others, with
+// and without consuming the input: the planner charges what the runtime allocates.
 #include <doctest/doctest.h>
 
 #include <sstream>
@@ -14,6 +17,7 @@
 #include "launcher/comm/gloo_communicator.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/transition.h"
+#include "planner/parallel/redistribute.h"
 #include "planner/parallel/cluster.h"
 #include "tests/children.h"
 
@@ -149,14 +153,28 @@ void every_transition(const std::vector<int>& mesh_shape, const Shape& shape) {
         if (from == to) continue;
         const std::string what = from.str() + " -> " + to.str();
         const planner::RedistributePlan plan = planner::redistribute(shape, 4, from, to, mesh);
-        Array y = runtime::run_transition(to_array(shard(x, from, mesh, coord), backend), plan, where, backend,
-                                          runtime::MemoryKind::Activations);
+        // Runs a plan on `input` and checks the bytes it held against transient_bytes.
+        auto run = [&](const Array& input, const planner::RedistributePlan& p, runtime::MemoryKind kind, const std::string& name,
+                       bool consume = false) {
+          backend.allocator().reset_peaks();
+          const int64_t base = backend.allocator().stats().live_total;
+          Array out = runtime::run_transition(input, p, where, backend, kind, consume);
+          const int64_t used = backend.allocator().stats().peak_total - base, want = planner::transient_bytes(p, mesh, consume);
+          if (used > want || (rank == 0 && used != want)) {
+            std::ostringstream os;
+            os << name << ": rank " << rank << " held " << used << " bytes besides its input, transient_bytes says " << want;
+            throw std::runtime_error(os.str());
+          }
+          return out;
+        };
+        Array y = run(to_array(shard(x, from, mesh, coord), backend), plan, runtime::MemoryKind::Activations, what);
         check_holds(y, x, to, where, backend, what);
+        y = run(to_array(shard(x, from, mesh, coord), backend), plan, runtime::MemoryKind::Activations, what + " (consuming its input)", true);
+        check_holds(y, x, to, where, backend, what + " (consuming its input)");
         // The gradient of the result, carried back by the dual plan.
         const planner::RedistributePlan back = planner::backward_plan(plan, mesh);
         const Layout gto = planner::gradient_layout(to), gfrom = planner::gradient_layout(from);
-        Array dx = runtime::run_transition(to_array(shard(g, gto, mesh, coord), backend), back, where, backend,
-                                           runtime::MemoryKind::Transients);
+        Array dx = run(to_array(shard(g, gto, mesh, coord), backend), back, runtime::MemoryKind::Transients, "backward of " + what);
         check_holds(dx, g, gfrom, where, backend, "backward of " + what);
       }
     }
