@@ -103,6 +103,16 @@ std::optional<planner::StoredStrategy> stored_point(const TrainSettings& s) {
 
 }  // namespace
 
+void check_checkpoint_paths(const TrainSettings& s) {
+  if (s.resume && !std::ifstream(*s.resume, std::ios::binary)) throw InputError(*s.resume + ": cannot be read (--resume)");
+  if (s.save) {
+    std::ofstream probe(*s.save + ".part", std::ios::binary | std::ios::trunc);
+    if (!probe) throw InputError(*s.save + ": cannot be written");
+    probe.close();
+    std::filesystem::remove(*s.save + ".part");
+  }
+}
+
 int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.steps < 1) throw InputError("--steps must be at least 1");
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
@@ -138,12 +148,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     err << "note: " << loaded.initialised.size() << " weight tensor(s) have no values in " << s.model
         << " (first: '" << loaded.initialised.front() << "'): initialised as PyTorch initialises their layers, seed " << s.seed << "\n";
   }
-  if (s.save) {
-    std::ofstream probe(*s.save + ".part", std::ios::binary | std::ios::trunc);
-    if (!probe) throw InputError(*s.save + ": cannot be written");
-    probe.close();
-    std::filesystem::remove(*s.save + ".part");
-  }
+  check_checkpoint_paths(s);
 
   out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
       << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")

@@ -42,4 +42,8 @@ struct TrainSettings {
 
 int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err);
 
+// Before anything trains: --save names a file that can be written and --resume one that can be
+// read; InputError otherwise (the one-device run and the launcher, before any worker starts).
+void check_checkpoint_paths(const TrainSettings& s);
+
 }  // namespace tensoropt

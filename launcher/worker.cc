@@ -21,6 +21,7 @@
 #include "graph/error.h"
 #include "graph/import.h"
 #include "launcher/comm/gloo_communicator.h"
+#include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/optimizer.h"
@@ -90,7 +91,6 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
                      " workers");
   }
-  if (s.save || s.resume) throw InputError("--save and --resume with --gpus > 1 come next; train on one device to checkpoint");
   if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
   const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
   const planner::StoredStrategy stored = checked_point(s, gpus);
@@ -123,6 +123,19 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   runtime::cpu::CpuBackend backend(threads);
   const runtime::Sharding sh = runtime::sharding_of(space, assignment, runtime::MeshContext{&space.mesh(), place.rank, communicator.get()});
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
+  // A checkpoint is the whole model (whatever strategy wrote it): read it whole, then shard it.
+  std::map<int, std::vector<runtime::Array>> resumed_state;
+  int64_t resumed_steps = 0;
+  bool had_state = false;
+  if (s.resume) {
+    std::vector<int> params;
+    for (const auto& [t, a] : loaded.arrays)
+      if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) params.push_back(t);
+    runtime::Optimizer whole(s.optimizer, backend, loaded.arrays, params);
+    had_state = runtime::load_checkpoint(*s.resume, g, backend, loaded.arrays, whole);
+    if (had_state) resumed_state = whole.state();
+    resumed_steps = whole.steps();
+  }
   for (auto& [t, a] : loaded.arrays) {
     if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) {
       a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
@@ -130,6 +143,13 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   }
   runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss);
   runtime::Optimizer optimizer(s.optimizer, backend, ex.optimizer_weights(), ex.gradient_tensors());
+  if (s.resume) {
+    if (had_state) ex.scatter_state(resumed_state, optimizer);
+    optimizer.set_steps(resumed_steps);
+    resumed_state.clear();
+  }
+  // What was read whole is gone: the peak to compare with the plan is that of the steps.
+  backend.allocator().reset_peaks();
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
   const bool lead = place.rank == 0;
@@ -139,11 +159,16 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     out << "workers  " << place.world << " (" << place.from << "), cpu, " << threads << " thread(s) each, Gloo; mesh "
         << space.mesh().str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
+    if (s.resume) {
+      err << "resumed from " << *s.resume << " at step " << optimizer.steps()
+          << (had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";
+    }
   }
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   std::vector<double> times;
   runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
-  for (int64_t step = 1; step <= s.steps; ++step) {
+  const int64_t first = optimizer.steps() + 1;
+  for (int64_t step = first; step < first + s.steps; ++step) {
     runtime::Batch batch = data->next(step);
     ctx.step = step;
     const auto t0 = std::chrono::steady_clock::now();
@@ -160,6 +185,19 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   }
   std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
   std::sort(steady.begin(), steady.end());
+  if (s.save) {
+    // Every worker takes part in gathering the whole model; worker 0 writes it.
+    std::map<int, std::vector<runtime::Array>> state;
+    std::map<int, runtime::Array> whole = ex.gather_whole(optimizer, state);
+    if (lead) {
+      runtime::Optimizer saved(s.optimizer, backend, whole, ex.gradient_tensors());
+      saved.state() = std::move(state);
+      saved.set_steps(optimizer.steps());
+      runtime::save_checkpoint(*s.save, s.model, g, backend, whole, saved);
+    }
+    communicator->barrier(communicator->world());
+    if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
+  }
   // Every rank's median step time, peak memory and memory by kind at its peak, gathered on every rank.
   constexpr size_t kEach = 2 + runtime::kMemoryKinds;
   const runtime::MemoryStats ms = backend.allocator().stats();
@@ -251,8 +289,8 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
 
 int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.save || s.resume) throw InputError("--save and --resume with --gpus > 1 come next; train on one device to checkpoint");
   if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
+  check_checkpoint_paths(s);
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
   const std::string dir = tmpl;

@@ -6,6 +6,14 @@
 #include "graph/op_catalogue.h"
 
 namespace tensoropt::runtime {
+int64_t mean_count(const ShardInfo* shard, int input, const Shape& local, const std::vector<bool>& reduced) {
+  const Shape& shape = shard ? shard->global.at(static_cast<size_t>(input)) : local;
+  int64_t n = 1;
+  for (size_t a = 0; a < shape.size() && a < reduced.size(); ++a)
+    if (reduced[a]) n *= shape[a];
+  return n;
+}
+
 void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
 
 void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,

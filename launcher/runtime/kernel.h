@@ -59,6 +59,11 @@ struct ShardInfo {
   std::vector<std::vector<int64_t>> offset;  // per input, per axis: the shard's first index
 };
 
+// How many elements a mean over the axes `reduced` of input `input` divides by: the whole tensor's
+// (a split reduced axis leaves partial sums that add up to the whole mean), or the local one's
+// without `shard`.
+int64_t mean_count(const ShardInfo* shard, int input, const Shape& local, const std::vector<bool>& reduced);
+
 struct OpCall {
   const Node& node;
   int node_index;                   // position in the graph, for per-node random streams

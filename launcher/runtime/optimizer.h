@@ -40,6 +40,7 @@ class Optimizer {
   // Per parameter, its state arrays in a fixed order: sgd {momentum} (none without momentum),
   // adam/adamw {first moment, second moment}. For checkpoints.
   std::map<int, std::vector<Array>>& state() { return state_; }
+  const std::map<int, std::vector<Array>>& state() const { return state_; }
   const OptimizerSettings& settings() const { return s_; }
 
  private:

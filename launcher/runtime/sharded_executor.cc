@@ -464,11 +464,64 @@ void ShardedExecutor::after_optimizer_step() {
 
 Array ShardedExecutor::whole_gradient(int t) {
   const Layout& storage = sh_.home[static_cast<size_t>(t)];
-  Array local = root_grads_.at(t);
-  if (auto f = flat_.find(t); f != flat_.end()) {
-    local = move_flat(local, f->second.size, f->second.split, f->second.whole, MemoryKind::Transients).view(this->local(t, storage));
+  return move(local_from_optimizer(t, root_grads_.at(t)), t, storage, Layout::replicated(sh_.where.mesh->ndim()), MemoryKind::Transients);
+}
+
+// Parameter t's local shard from what the optimizer holds for it (its ZeRO-2 chunk, gathered).
+Array ShardedExecutor::local_from_optimizer(int t, const Array& a) {
+  auto f = flat_.find(t);
+  if (f == flat_.end()) return a;
+  return move_flat(a, f->second.size, f->second.split, f->second.whole, MemoryKind::Transients)
+      .view(local(t, sh_.home[static_cast<size_t>(t)]));
+}
+
+std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) {
+  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+  std::map<int, Array> whole;
+  for (int t : plan_.roots) {
+    const Layout& home = sh_.home[static_cast<size_t>(t)];
+    whole[t] = move(state_.at(t), t, home, replicated, MemoryKind::Transients);
+    auto& slots = state[t];
+    for (const Array& a : optimizer.state().at(t)) slots.push_back(move(local_from_optimizer(t, a), t, home, replicated, MemoryKind::Transients));
   }
-  return move(local, t, storage, Layout::replicated(sh_.where.mesh->ndim()), MemoryKind::Transients);
+  // Buffers: in the layout their first reader needs (its shard at its offset in the whole array).
+  for (auto& [t, a] : state_) {
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    if (x.kind != TensorKind::Buffer) continue;
+    Layout spread = replicated;
+    for (size_t i = 0; i < g_.nodes.size() && spread == replicated; ++i)
+      for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q)
+        if (g_.nodes[i].inputs[q] == t) spread = sh_.in[i][q];
+    if (spread == replicated) {
+      // Worker 0's copy: the others hold zeros, and the sum over the world is worker 0's.
+      Array mine = move(a, t, replicated, replicated, MemoryKind::Transients);  // a copy
+      if (sh_.where.rank != 0) backend_.fill(mine, 0.0);
+      if (mine.dtype() == DType::F32 || mine.dtype() == DType::F64 || mine.dtype() == DType::I64 || mine.dtype() == DType::I32) {
+        sh_.where.comm->all_reduce(mine.raw(), mine.numel(), mine.dtype(), sh_.where.comm->world());
+        whole[t] = mine;
+      } else {
+        whole[t] = a;
+      }
+      continue;
+    }
+    Array shard = move(a, t, replicated, spread, MemoryKind::Transients);  // my slice (no communication)
+    whole[t] = move(shard, t, spread, replicated, MemoryKind::Transients);
+  }
+  return whole;
+}
+
+void ShardedExecutor::scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer) {
+  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+  for (auto& [t, slots] : optimizer.state()) {
+    const std::vector<Array>& from = whole.at(t);
+    TO_CHECK(from.size() == slots.size());
+    for (size_t k = 0; k < slots.size(); ++k) {
+      Array shard = home_shard(sh_, g_, t, from[k], backend_, MemoryKind::Transients);
+      const int64_t at = flat_.count(t) ? flat_.at(t).offset : 0;
+      Array flat = slots[k].view({slots[k].numel()});
+      backend_.copy_slab(shard.view({shard.numel()}), 0, at, flat, 0, slots[k].numel());
+    }
+  }
 }
 
 const Array& ShardedExecutor::gradient(int tensor) const {

@@ -50,6 +50,7 @@
 #include "graph/ir.h"
 #include "launcher/runtime/backend.h"
 #include "launcher/runtime/executor.h"
+#include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/step_plan.h"
 #include "launcher/runtime/transition.h"
 #include "planner/space.h"
@@ -93,6 +94,18 @@ class ShardedExecutor final : public GradientSource {
   // worker calls it, in the same order). For tests.
   Array whole_gradient(int tensor);
 
+  // Checkpoints across strategies (collectives: every worker calls them, in the same order).
+  // gather_whole: the whole model as one device holds it, on every worker: each parameter and each
+  // slot of its optimizer state gathered from the shards (ZeRO-2 chunks first gathered into the
+  // local shard); each buffer as its readers' layout spreads it (a channel-split
+  // BatchNormalization's running statistics from every shard; a replicated one as worker 0 holds
+  // it: under data parallelism each worker updates its own, and DDP keeps rank 0's).
+  // `optimizer` updates optimizer_weights(); `state` receives its slots by parameter.
+  std::map<int, Array> gather_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state);
+  // scatter_state: this worker's part of a whole optimizer state (a checkpoint's, by parameter and
+  // slot) into `optimizer`'s arrays. No communication.
+  void scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer);
+
  private:
   // x (tensor t's shard in `from`) in `to`; `consume`: x may be overwritten (a gradient being synchronised).
   Array move(const Array& x, int t, const planner::Layout& from, const planner::Layout& to, MemoryKind kind, bool consume = false);
@@ -112,6 +125,8 @@ class ShardedExecutor final : public GradientSource {
   void rerun(size_t i, const StepContext& ctx);
   // Parameter t's complete gradient into its storage layout, or onto its ZeRO-2 chunk.
   void synchronise(int t);
+  // Parameter t's local shard from an array the optimizer holds for it (a ZeRO-2 chunk is gathered).
+  Array local_from_optimizer(int t, const Array& a);
 
   const Graph& g_;
   Backend& backend_;

@@ -100,7 +100,11 @@ std::vector<OpConfig> enumerate_configs(const IterSpace& space, const DeviceMesh
       }
       for (size_t o = 0; o < space.outputs.size(); ++o) {
         if (o < output_used.size() && !output_used[o]) {
-          c.outputs.push_back(Layout::replicated(axes));
+          // Nobody reads it: any configuration may drop a split dim from it (held replicated, each
+          // device with its own values, as a BatchNormalization's running statistics under data
+          // parallelism), but a dim it keeps stays split (its channel shard of them).
+          bool unused_ok = true;
+          c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, false, unused_ok));
         } else {
           c.outputs.push_back(operand_layout(space.outputs[o], c.axis_dim, space, true, false, ok));
         }

@@ -36,8 +36,9 @@ struct OpConfig {
 };
 
 // `output_used[o]` false marks an output nothing reads (BatchNormalization's updated running
-// statistics, say): it never rules a configuration out and is given R (each device keeps its own,
-// as data-parallel frameworks do). Empty: every output is used.
+// statistics, say): it never rules a configuration out; a split dim it keeps stays split (a
+// channel split gives each device its channels' statistics) and one it drops is R (each device
+// keeps its own, as data-parallel frameworks do). Empty: every output is used.
 // Whether every operand of `c` is split into whole, equal shards: each tensor dimension a layout
 // shards is divisible by the product of the mesh axes sharding it. An iteration dim can divide
 // evenly while an operand's dimension mapped to it does not (a Reshape that merges a dimension of

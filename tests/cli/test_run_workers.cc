@@ -2,8 +2,10 @@
 // first, or a given plan point), workers started with torchrun's variables and a file store, and
 // workers started by Open MPI's mpirun (skipped with a message when mpirun is not installed). Each
 // trains the GPT fixture on PyTorch's data and must give the one-device losses (relative 1e-5).
-// A worker killed with SIGKILL mid-run takes the group down within 10 s with one line naming the
-// rank, and leaves no process behind; bad flags and environments are one line and exit code 2.
+// A checkpoint written by 2 workers resumes on 4 workers under another strategy and on one device,
+// continuing the one-device losses. A worker killed with SIGKILL mid-run takes the group down
+// within 10 s with one line naming the rank, and leaves no process behind; bad flags and
+// environments are one line and exit code 2.
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -108,6 +110,52 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
   }
 }
 
+TEST_CASE("run --save on 2 workers, --resume on 4 workers or one device: the training goes on as if uninterrupted") {
+  // SGD with momentum, so the optimizer state matters; six steps on one device are the reference.
+  test::TempDir dir;
+  const std::string opt = " --batch 4 --optimizer sgd --momentum 0.9 --lr 0.05" + kData;
+  Result one = sh(kBin + " run " + kGpt + " --steps 6 --threads 1" + opt + " --report " + dir.path + "/one.json", dir.path);
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const std::vector<double> want = losses(dir.path + "/one.json");
+  const std::string plan = dir.path + "/plan4.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const size_t last = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size() - 1;
+  Result a = sh(kBin + " run " + kGpt + " --gpus 2 --steps 3" + opt + " --save " + dir.path + "/ck.onnx --report " + dir.path + "/a.json",
+                dir.path);
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  CHECK(has(a.out, "saved    " + dir.path + "/ck.onnx"));
+  // Another GPU count and the plan's smallest point (tensor parallelism, recompute), then one device.
+  Result b = sh(kBin + " run " + kGpt + " --gpus 4 --steps 3 --plan " + plan + " --point " + std::to_string(last) + opt + " --resume " +
+                    dir.path + "/ck.onnx --report " + dir.path + "/b.json",
+                dir.path);
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  CHECK(has(b.err, "resumed from " + dir.path + "/ck.onnx at step 3"));
+  Result c = sh(kBin + " run " + kGpt + " --steps 3 --threads 1" + opt + " --resume " + dir.path + "/ck.onnx --report " + dir.path + "/c.json",
+                dir.path);
+  REQUIRE_MESSAGE(c.code == 0, c.err);
+  std::vector<double> got = losses(dir.path + "/a.json"), after = losses(dir.path + "/b.json");
+  got.insert(got.end(), after.begin(), after.end());
+  same_losses(got, want);
+  same_losses(losses(dir.path + "/c.json"), {want.begin() + 3, want.end()});
+}
+
+TEST_CASE("run --save and --resume on 2 workers under data parallelism with BatchNormalization continue the same run") {
+  // Each worker's running statistics are its own under data parallelism (as DDP's); the checkpoint
+  // keeps worker 0's, and training-mode steps do not read them: the losses go on unchanged.
+  test::TempDir dir;
+  const std::string cnn = kFix + "cnn_bn.onnx", opt = " --gpus 2 --batch 4 --data " + kFix + "cnn_bn.x.npy --labels " + kFix + "cnn_bn.y.npy";
+  Result whole = sh(kBin + " run " + cnn + " --steps 6" + opt + " --report " + dir.path + "/whole.json", dir.path);
+  REQUIRE_MESSAGE(whole.code == 0, whole.err);
+  Result a = sh(kBin + " run " + cnn + " --steps 3" + opt + " --save " + dir.path + "/ck.onnx --report " + dir.path + "/a.json", dir.path);
+  REQUIRE_MESSAGE(a.code == 0, a.err);
+  Result b = sh(kBin + " run " + cnn + " --steps 3" + opt + " --resume " + dir.path + "/ck.onnx --report " + dir.path + "/b.json", dir.path);
+  REQUIRE_MESSAGE(b.code == 0, b.err);
+  std::vector<double> got = losses(dir.path + "/a.json"), after = losses(dir.path + "/b.json");
+  got.insert(got.end(), after.begin(), after.end());
+  same_losses(got, losses(dir.path + "/whole.json"));
+}
+
 TEST_CASE("run workers started as torchrun and mpirun start them meet through a file store") {
   test::TempDir dir;
   const std::vector<double> want = one_device(dir.path);
@@ -188,7 +236,8 @@ TEST_CASE("run with workers refuses bad flags and environments with one line and
   Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --json " + plan, dir.path);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const std::pair<std::string, std::string> cases[] = {
-      {kBin + " run " + kGpt + " --gpus 2 --save " + dir.path + "/m.onnx", "--save and --resume with --gpus > 1"},
+      {kBin + " run " + kGpt + " --gpus 2 --save /nonexistent/dir/m.onnx", "cannot be written"},
+      {kBin + " run " + kGpt + " --gpus 2 --resume " + dir.path + "/none.onnx", "cannot be read (--resume)"},
       {kBin + " run " + kGpt + " --gpus 2 --dtype bf16", "--dtype bf16 with --gpus > 1"},
       {kBin + " run " + kGpt + " --gpus 4 --plan " + plan + " --steps 1", "no frontier for 4 GPUs"},
       {kBin + " run " + kGpt + " --rendezvous file:" + dir.path + "/x", "--rendezvous is for workers started by a launcher"},

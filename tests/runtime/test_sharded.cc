@@ -48,7 +48,11 @@ struct OneDevice {
   std::vector<double> losses;
   std::map<std::string, std::vector<float>> weights;  // final parameters by name
   std::map<std::string, std::vector<float>> grads;    // first step's gradients by name
+  std::map<std::string, std::vector<float>> buffers;  // final float buffers by name
+  std::map<std::string, std::vector<float>> momentum; // final SGD momentum by parameter name
 };
+
+std::vector<float> values(const Array& a) { return std::vector<float>(a.data<float>(), a.data<float>() + a.numel()); }
 
 OneDevice one_device(const std::string& name) {
   Graph g = import_onnx_file(kDir + name + ".onnx", {.batch = 4});
@@ -68,10 +72,21 @@ OneDevice one_device(const std::string& name) {
     opt.step(ex);
   }
   for (int t : ex.gradient_tensors()) {
-    const Array& w = state.arrays.at(t);
-    r.weights[g.tensors[static_cast<size_t>(t)].name] = std::vector<float>(w.data<float>(), w.data<float>() + w.numel());
+    r.weights[g.tensors[static_cast<size_t>(t)].name] = values(state.arrays.at(t));
+    r.momentum[g.tensors[static_cast<size_t>(t)].name] = values(opt.state().at(t).at(0));
   }
+  for (const auto& [t, a] : state.arrays)
+    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Buffer && a.dtype() == DType::F32) r.buffers[g.tensors[static_cast<size_t>(t)].name] = values(a);
   return r;
+}
+
+// |got - want| <= 1e-3 * max|want| + 1e-5, or an error naming what differs.
+void same_values(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  if (got.size() != want.size()) throw std::runtime_error(what + ": " + std::to_string(got.size()) + " values, want " + std::to_string(want.size()));
+  double scale = 0, worst = 0;
+  for (float v : want) scale = std::max(scale, static_cast<double>(std::abs(v)));
+  for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(got[i] - want[i])));
+  if (worst > 1e-3 * scale + 1e-5) throw std::runtime_error(what + " differs by " + std::to_string(worst));
 }
 
 // Every parameter's synchronised gradient, gathered, against the one-device step's.
@@ -213,6 +228,79 @@ TEST_CASE("sharded step: recompute and ZeRO-2 wherever offered equal the one-dev
   for (const char* name : {"mlp", "gpt", "vit", "branches"}) {
     random_strategies(name, {2}, 2, Draw::RecomputeZero);
     random_strategies(name, {2, 2}, 1, Draw::RecomputeZero);
+  }
+}
+
+// A checkpoint's view of a sharded run: after three steps of a random strategy whose
+// BatchNormalizations split channels (so each worker's running statistics of its channels are the
+// one-device ones), gather_whole gives every worker the one-device parameters, momentum and
+// running statistics. (Found: a kernel that updated the running statistics in its input wrote into
+// a worker's transitioned copy; an unused output was labelled replicated under a channel split; a
+// mean over a split axis divided by the local count.)
+TEST_CASE("sharded step: gather_whole collects parameters, optimizer state and channel-split running statistics") {
+  for (const std::string model : {"cnn_bn", "resblock"}) {
+  const OneDevice want = one_device(model);
+  REQUIRE(!want.buffers.empty());
+  for (uint64_t draw : {7, 8, 9}) {
+    CAPTURE(model);
+    CAPTURE(draw);
+    test::TempDir dir;
+    auto results = test::run_children(2, [&](int rank) {
+      Graph g = import_onnx_file(kDir + model + ".onnx", {.batch = 4});
+      const planner::Cluster cluster = planner::load_cluster("cpu");
+      const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, {2});
+      planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
+      planner::StrategySpace space(g, mesh, compute, planner::SpaceOptions{});
+      std::mt19937_64 rng(draw);
+      std::vector<int> assignment;
+      for (const planner::Variable& v : space.variables()) {
+        const int split = v.find_config("d1:S0");
+        const bool bn = v.kind == planner::VarKind::Op && g.nodes[static_cast<size_t>(v.node)].op_type == "BatchNormalization";
+        if (bn && split < 0) throw std::runtime_error(v.name + " has no d1:S0 configuration");
+        assignment.push_back(bn ? split : static_cast<int>(rng() % v.configs.size()));
+      }
+      comm::GlooOptions o;
+      o.rank = rank;
+      o.size = 2;
+      o.rendezvous = "file:" + dir.path;
+      o.timeout = std::chrono::seconds(20);
+      o.hostname = "127.0.0.1";
+      auto comm = comm::make_gloo_communicator(o);
+      cpu::CpuBackend backend(1);
+      const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
+      LoadedState state = load_state(g, g.source_path, backend, 0);
+      for (auto& [t, a] : state.arrays)
+        if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
+      ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
+      Optimizer opt(sgd(), backend, ex.optimizer_weights(), ex.gradient_tensors());
+      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", backend);
+      for (int s = 1; s <= kSteps; ++s) {
+        Batch b = data->next(s);
+        ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
+        opt.step(ex);
+        ex.after_optimizer_step();
+      }
+      std::map<int, std::vector<Array>> slots;
+      const std::map<int, Array> whole = ex.gather_whole(opt, slots);
+      std::string strategy;
+      for (size_t v = 0; v < assignment.size(); ++v)
+        strategy += " " + space.variables()[v].name + "=" + space.variables()[v].configs[static_cast<size_t>(assignment[v])].name;
+      try {
+      for (const auto& [t, a] : whole) {
+        const std::string& name = g.tensors[static_cast<size_t>(t)].name;
+        if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) {
+          same_values(values(a), want.weights.at(name), "weight " + name);
+          same_values(values(slots.at(t).at(0)), want.momentum.at(name), "momentum of " + name);
+        } else if (want.buffers.count(name)) {
+          same_values(values(a), want.buffers.at(name), "buffer " + name);
+        }
+      }
+      } catch (const std::exception& e) {
+        throw std::runtime_error(std::string(e.what()) + "; strategy:" + strategy);
+      }
+    }, std::chrono::seconds(120));
+    for (const auto& r : results) CHECK(r.message == "ok");
+  }
   }
 }
 

@@ -9,9 +9,10 @@
 //   y = (x - mean) * inv * scale + B
 // Outputs 1 and 2 (running_mean, running_var) as PyTorch updates them, with ONNX's momentum
 // (PyTorch exports 1 - its own): momentum * input_mean + (1 - momentum) * mean, and the same for
-// the variance with the unbiased batch variance var * m / (m - 1). In a training step the kernel
-// then copies them into the buffers input_mean and input_var itself: the executor's state_updates
-// would, but it indexes node.outputs[1] without a bounds check, which a one-output node overruns.
+// the variance with the unbiased batch variance var * m / (m - 1). In a training step the executor
+// copies them into the buffers input_mean and input_var (the kernel's state_updates,
+// apply_state_updates: at the shard's offset when the node splits channels; a kernel that wrote
+// into its inputs would write into a worker's transitioned copy, not the buffer).
 // Outputs 3 and 4 (saved_mean, saved_var, before opset 14): mean and the biased variance. Out of a
 // training step all four pass the running statistics through.
 //
@@ -105,11 +106,6 @@ void batch_norm_forward(const OpCall& c) {
       }
     }
   });
-  if (batch_stats) {  // the running statistics' update
-    for (size_t o = 1; o < 3; ++o) {
-      if (const float* stat = out(o)) std::copy(stat, stat + d.channels, c.in[o + 2]->data<float>());
-    }
-  }
   if (train_node) c.state.saved = {mean, inv, keep_input(c, 1)};
   else c.state.saved = {keep_input(c, 3), keep_input(c, 4), keep_input(c, 1)};
 }
@@ -161,7 +157,7 @@ void batch_norm_backward(const GradCall& c) {
 }  // namespace
 
 void register_norm_batch(KernelTable& table) {
-  table["BatchNormalization"] = {batch_norm_forward, batch_norm_backward};
+  table["BatchNormalization"] = {batch_norm_forward, batch_norm_backward, false, {{1, 3}, {2, 4}}};
 }
 
 }  // namespace tensoropt::runtime::cpu

@@ -127,10 +127,11 @@ void reduce_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   require_f32(c.node, x, "data");
   const Array* axes = c.in.size() > 1 ? c.in[1] : nullptr;
-  Groups g = groups_of(x.shape(), reduced_axes(c.node, axes, x.rank()), *c.ctx.allocator);
+  const std::vector<bool> red = reduced_axes(c.node, axes, x.rank());
+  Groups g = groups_of(x.shape(), red, *c.ctx.allocator);
   const float* px = x.data<float>();
   float* py = c.out[0]->data<float>();
-  const int64_t R = g.size();
+  const int64_t R = g.size(), count = mean_count(c.shard, 0, x.shape(), red);  // a mean divides by the whole count
   for_groups(g, c.ctx.threads, [&](int64_t o, int64_t base, auto off) {
     const float* xg = px + base;
     double acc = 0;
@@ -155,7 +156,7 @@ void reduce_forward(const OpCall& c) {
         double v = xg[off(j)];
         acc += K == Op::SumSquare || K == Op::L2 ? v * v : K == Op::L1 ? std::abs(v) : v;
       }
-      if (K == Op::Mean) acc /= static_cast<double>(R);
+      if (K == Op::Mean) acc /= static_cast<double>(count);
       if (K == Op::L2) acc = std::sqrt(acc);
     }
     py[o] = static_cast<float>(acc);
@@ -163,7 +164,7 @@ void reduce_forward(const OpCall& c) {
   if (axes) c.state.saved = {keep_input(c, 1)};
 }
 
-// dx of one element for the ops whose gradient needs only x, y and dy (R: the group's size).
+// dx of one element for the ops whose gradient needs only x, y and dy (R: what a mean divides by).
 template <Op K>
 float local_grad(float x, float y, float dy, int64_t R) {
   if constexpr (K == Op::Mean) return dy / static_cast<float>(R);
@@ -178,12 +179,14 @@ template <Op K>
 void reduce_backward(const GradCall& c) {
   const Shape& xs = c.in_shapes[0];
   const Array* axes = c.state.saved.empty() ? nullptr : &c.state.saved[0];
-  Groups g = groups_of(xs, reduced_axes(c.node, axes, static_cast<int>(xs.size())), *c.ctx.allocator);
+  const std::vector<bool> red = reduced_axes(c.node, axes, static_cast<int>(xs.size()));
+  Groups g = groups_of(xs, red, *c.ctx.allocator);
   const float* pdy = c.dout[0]->data<float>();
   float* pdx = c.din[0]->data<float>();
   const float* px = K == Op::Sum || K == Op::Mean ? nullptr : c.in[0]->data<float>();
   const float* py = K == Op::Sum || K == Op::Mean ? nullptr : c.out[0]->data<float>();
-  const int64_t R = g.size();
+  // R: a group's local size; N: what a mean divides by (the whole count when an axis is split).
+  const int64_t R = g.size(), N = K == Op::Mean ? mean_count(c.shard, 0, xs, red) : R;
   constexpr bool local = K != Op::Max && K != Op::Min && K != Op::Prod;
   if (local && !g.table.defined() && g.rows.inner > 1) {
     // Strided groups: walk X in memory order, lines of `inner` elements, element i of line
@@ -193,7 +196,7 @@ void reduce_backward(const GradCall& c) {
       for (int64_t line = lo; line < hi; ++line) {
         int64_t o0 = (line / rw.n) * rw.inner, k0 = line * rw.inner;
         for (int64_t i = 0; i < rw.inner; ++i) {
-          pdx[k0 + i] = local_grad<K>(px ? px[k0 + i] : 0.0f, py ? py[o0 + i] : 0.0f, pdy[o0 + i], R);
+          pdx[k0 + i] = local_grad<K>(px ? px[k0 + i] : 0.0f, py ? py[o0 + i] : 0.0f, pdy[o0 + i], N);
         }
       }
     });
@@ -227,7 +230,7 @@ void reduce_backward(const GradCall& c) {
       }
     } else {
       const float y = py ? py[o] : 0.0f;
-      for (int64_t j = 0; j < R; ++j) dxg[off(j)] = local_grad<K>(xg ? xg[off(j)] : 0.0f, y, dy, R);
+      for (int64_t j = 0; j < R; ++j) dxg[off(j)] = local_grad<K>(xg ? xg[off(j)] : 0.0f, y, dy, N);
     }
   });
 }

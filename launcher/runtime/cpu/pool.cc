@@ -183,25 +183,34 @@ void avgpool_backward(const GradCall& c) {
   });
 }
 
-// ---- GlobalAveragePool: Y[p] = mean of plane p; dX[p, :] = dY[p] / I.
+// ---- GlobalAveragePool: Y[p] = mean of plane p; dX[p, :] = dY[p] / I. I is the whole plane's
+// size: a shard of split spatial axes gives its part of the mean (partial sums).
+std::vector<bool> spatial_axes(int rank) {
+  std::vector<bool> r(static_cast<size_t>(rank), true);
+  r[0] = r[1] = false;
+  return r;
+}
+
 void global_avgpool_forward(const OpCall& c) {
   require_f32(c);
   const Array& x = *c.in[0];
   const int64_t planes = x.dim(0) * x.dim(1), in = x.numel() / std::max<int64_t>(planes, 1);
+  const auto count = static_cast<float>(mean_count(c.shard, 0, x.shape(), spatial_axes(x.rank())));
   const float* px = x.data<float>();
   float* py = c.out[0]->data<float>();
   parallel_for(planes, plane_grain(in), c.ctx.threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) py[p] = ConstVectorMap(px + p * in, in).mean();
+    for (int64_t p = lo; p < hi; ++p) py[p] = ConstVectorMap(px + p * in, in).sum() / count;
   });
 }
 
 void global_avgpool_backward(const GradCall& c) {
   Array& dx = *c.din[0];
   const int64_t planes = dx.dim(0) * dx.dim(1), in = dx.numel() / std::max<int64_t>(planes, 1);
+  const auto count = static_cast<float>(mean_count(c.shard, 0, dx.shape(), spatial_axes(dx.rank())));
   const float* pdy = c.dout[0]->data<float>();
   float* pdx = dx.data<float>();
   parallel_for(planes, plane_grain(in), c.ctx.threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t p = lo; p < hi; ++p) std::fill_n(pdx + p * in, in, pdy[p] / static_cast<float>(in));
+    for (int64_t p = lo; p < hi; ++p) std::fill_n(pdx + p * in, in, pdy[p] / count);
   });
 }
 
