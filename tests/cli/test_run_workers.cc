@@ -1,7 +1,8 @@
 // `tensoropt run --gpus N` across processes, as people launch it: the local launcher (planning
 // first, or a given plan point), workers started with torchrun's variables and a file store, and
 // workers started by Open MPI's mpirun (skipped with a message when mpirun is not installed). Each
-// trains the GPT fixture on PyTorch's data and must give the one-device losses (relative 1e-5).
+// trains the GPT fixture on PyTorch's data and must give the one-device losses (relative 1e-5), with
+// every worker's peak memory within 10% of the plan's prediction.
 // A checkpoint written by 2 workers resumes on 4 workers under another strategy and on one device,
 // continuing the one-device losses. A worker killed with SIGKILL mid-run takes the group down
 // within 10 s with one line naming the rank, and leaves no process behind; bad flags and
@@ -74,6 +75,16 @@ std::vector<double> one_device(const std::string& dir) {
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// Every worker's measured peak memory within 10% of the plan's prediction (the issue's bound).
+void memory_as_predicted(const std::string& report) {
+  const nlohmann::json doc = nlohmann::json::parse(slurp(report));
+  const double predicted = doc.at("predicted").at("memory_bytes").get<double>();
+  for (const auto& r : doc.at("measured").at("ranks")) {
+    CAPTURE(r.dump());
+    CHECK(r.at("peak_memory_bytes").get<double>() == doctest::Approx(predicted).epsilon(0.10));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("run --gpus 2 and 4 on this machine: plans, launches the workers, trains to the one-device losses") {
@@ -89,6 +100,7 @@ TEST_CASE("run --gpus 2 and 4 on this machine: plans, launches the workers, trai
     CHECK(has(r.out, "rank " + std::to_string(gpus - 1)));
     same_losses(losses(report), want);
     CHECK(nlohmann::json::parse(slurp(report))["measured"]["ranks"].size() == static_cast<size_t>(gpus));
+    memory_as_predicted(report);
   }
 }
 
@@ -107,6 +119,7 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
                   dir.path);
     REQUIRE_MESSAGE(r.code == 0, r.err);
     same_losses(losses(report), want);
+    memory_as_predicted(report);
   }
 }
 
