@@ -16,8 +16,12 @@
 // then SIGKILL after 5 s), says which rank ended and how in one line, and exits 1 (2 when a worker
 // refused its input). SIGINT or SIGTERM to the launcher stops every worker.
 //
-// Not yet: --save and --resume with N > 1, bf16 with N > 1, recompute and ZeRO-2 as such (run as
-// plain configurations: the same numbers; see sharded_executor.h).
+// Checkpoints: --resume reads the one-device checkpoint whole and each worker takes its shard;
+// --save gathers the whole model (ShardedExecutor::gather_whole) and worker 0 writes it, so a
+// checkpoint moves between strategies and GPU counts. The peak memory reported is that of the
+// training steps (what was read whole to start is gone).
+//
+// Not yet: bf16 with N > 1.
 #pragma once
 
 #include <iosfwd>
