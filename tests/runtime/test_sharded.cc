@@ -24,7 +24,9 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
+#include "planner/baselines.h"
 #include "tests/children.h"
+#include "tests/runtime/reference.h"
 
 namespace tensoropt {
 namespace {
@@ -301,6 +303,75 @@ TEST_CASE("sharded step: gather_whole collects parameters, optimizer state and c
     }, std::chrono::seconds(120));
     for (const auto& r : results) CHECK(r.message == "ok");
   }
+  }
+}
+
+// Data parallelism with BatchNormalization is DDP's: on 2 workers every op splits the batch, each
+// worker's BatchNormalization normalises its half by the half's statistics and updates its own
+// running statistics, and the gradients are averaged: three steps of SGD give the losses, the
+// parameters and worker 0's running statistics of PyTorch's DDP on 2 replicas (make_reference.py,
+// "ddp2_sgd"), to the tolerances of the one-device comparison.
+TEST_CASE("sharded step: data parallelism with BatchNormalization equals PyTorch DDP on 2 replicas") {
+  for (const std::string model : {"cnn_bn", "resblock"}) {
+    CAPTURE(model);
+    const test::Reference ref = test::reference(model);
+    REQUIRE(ref.head["losses"].contains("ddp2_sgd"));
+    const std::vector<double> want = ref.head["losses"]["ddp2_sgd"].get<std::vector<double>>();
+    test::TempDir dir;
+    auto results = test::run_children(2, [&](int rank) {
+      Graph g = import_onnx_file(kDir + model + ".onnx", {.batch = 4});
+      const planner::Cluster cluster = planner::load_cluster("cpu");
+      const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, {2});
+      planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
+      planner::StrategySpace space(g, mesh, compute, planner::SpaceOptions{});
+      // Every op splits its batch (ops without one replicate); parameters replicated, no ZeRO.
+      std::vector<int> assignment;
+      for (const planner::Variable& v : space.variables()) {
+        int pick = -1;
+        for (size_t c = 0; c < v.configs.size() && pick < 0; ++c) {
+          const planner::VarConfig& vc = v.configs[c];
+          const bool ok = v.kind == planner::VarKind::Op ? !vc.recompute && planner::data_parallel(v, v.op_configs[static_cast<size_t>(vc.op_config)])
+                          : v.kind == planner::VarKind::Parameter ? vc.zero == 0 && vc.layout == planner::Layout::replicated(1)
+                                                                  : true;
+          if (ok) pick = static_cast<int>(c);
+        }
+        if (pick < 0) throw std::runtime_error(v.name + ": no data-parallel configuration");
+        assignment.push_back(pick);
+      }
+      comm::GlooOptions o;
+      o.rank = rank;
+      o.size = 2;
+      o.rendezvous = "file:" + dir.path;
+      o.timeout = std::chrono::seconds(20);
+      o.hostname = "127.0.0.1";
+      auto comm = comm::make_gloo_communicator(o);
+      cpu::CpuBackend backend(1);
+      const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
+      LoadedState state = load_state(g, g.source_path, backend, 0);
+      ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
+      Optimizer opt(test::reference_settings("sgd"), backend, ex.optimizer_weights(), ex.gradient_tensors());
+      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", backend);
+      for (int s = 1; s <= kSteps; ++s) {
+        Batch b = data->next(s);
+        const double loss = ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
+        if (std::abs(loss - want[static_cast<size_t>(s - 1)]) > 1e-4 * std::abs(want[static_cast<size_t>(s - 1)])) {
+          throw std::runtime_error("step " + std::to_string(s) + ": loss " + std::to_string(loss) + ", DDP's " +
+                                   std::to_string(want[static_cast<size_t>(s - 1)]));
+        }
+        opt.step(ex);
+        ex.after_optimizer_step();
+      }
+      std::map<int, std::vector<Array>> slots;
+      const std::map<int, Array> whole = ex.gather_whole(opt, slots);
+      for (const auto& [t, a] : whole) {
+        const std::string& name = g.tensors[static_cast<size_t>(t)].name;
+        Shape shape;
+        const std::vector<float> theirs = ref.tensor("ddp2_sgd/" + name, shape);
+        if (theirs.empty()) continue;  // an integer buffer (num_batches_tracked)
+        same_values(values(a), theirs, name);
+      }
+    }, std::chrono::seconds(120));
+    for (const auto& r : results) CHECK(r.message == "ok");
   }
 }
 

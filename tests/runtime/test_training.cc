@@ -34,6 +34,7 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/space.h"
+#include "tests/runtime/reference.h"
 
 namespace tensoropt {
 namespace {
@@ -42,44 +43,9 @@ using namespace runtime;
 
 const std::string kDir = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
 
-struct Reference {
-  nlohmann::json head;
-  std::string blob;
-  std::vector<float> tensor(const std::string& name, Shape& shape) const {
-    for (const auto& t : head["tensors"]) {
-      if (t["name"] != name) continue;
-      shape = t["shape"].get<Shape>();
-      std::vector<float> v(static_cast<size_t>(numel(shape)));
-      std::memcpy(v.data(), blob.data() + t["offset"].get<size_t>(), v.size() * 4);
-      return v;
-    }
-    return {};
-  }
-};
-
-Reference reference(const std::string& name) {
-  Reference r;
-  std::ifstream j(kDir + name + ".ref.json");
-  REQUIRE(j.good());
-  r.head = nlohmann::json::parse(j);
-  std::ifstream b(kDir + name + ".ref.bin", std::ios::binary);
-  r.blob.assign(std::istreambuf_iterator<char>(b), {});
-  return r;
-}
-
-OptimizerSettings settings(const std::string& opt) {
-  OptimizerSettings s;
-  s.kind = parse_optimizer_kind(opt);
-  if (opt == "sgd") {
-    s.lr = 0.01;
-    s.momentum = 0.9;
-    s.weight_decay = 0.01;
-  } else {
-    s.lr = 0.001;
-    s.weight_decay = opt == "adamw" ? 0.1 : 0.0;
-  }
-  return s;
-}
+using test::reference;
+using test::Reference;
+OptimizerSettings settings(const std::string& opt) { return test::reference_settings(opt); }
 
 std::vector<float> values(const Array& a) { return std::vector<float>(a.data<float>(), a.data<float>() + a.numel()); }
 
