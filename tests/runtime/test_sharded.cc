@@ -3,7 +3,7 @@
 // tensor, data and mixed parallelism, partial sums, tensor variables and every kind of layout
 // transition occur, recompute and ZeRO-2; and draws that take recompute and ZeRO-2 wherever the
 // space offers them, with every op free to recompute) on meshes [2], [3] and [2,2] of worker
-// processes over Gloo, three steps of SGD
+// processes over Gloo (and [8], [2,4] for two models), three steps of SGD
 // with momentum give the one-device losses (relative 1e-5: float32 sums in another order), the
 // first step's gradients (per tensor |ours - one device| <= 1e-4 * max|one device| + 1e-7) and the
 // final weights (1e-3 * max + 1e-5: three steps carry the first step's rounding differences on).
@@ -224,6 +224,13 @@ TEST_CASE("sharded step: random strategies on 2 and 3 workers equal the one-devi
 
 TEST_CASE("sharded step: random strategies on a 2x2 mesh equal the one-device step") {
   for (const char* name : {"mlp", "gpt", "branches"}) random_strategies(name, {2, 2}, 2);
+}
+
+TEST_CASE("sharded step: random strategies on 8 workers ([8] and [2,4]) equal the one-device step") {
+  for (const char* name : {"mlp", "gpt"}) {
+    random_strategies(name, {8}, 1);
+    random_strategies(name, {2, 4}, 1);
+  }
 }
 
 TEST_CASE("sharded step: recompute and ZeRO-2 wherever offered equal the one-device step") {
