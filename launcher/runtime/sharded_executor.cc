@@ -6,6 +6,7 @@
 
 #include "graph/error.h"
 #include "graph/op_catalogue.h"
+#include "planner/parallel/collectives.h"
 #include "planner/parallel/redistribute.h"
 
 namespace tensoropt::runtime {
@@ -117,6 +118,48 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     f.length = planner::local_shape({f.size}, f.split, *sh_.where.mesh, coord)[0];
     optimizer_weights_[t] = w.view({f.size}).view_at(f.offset, {f.length});
     flat_[t] = f;
+  }
+  // Gradient buckets (data parallelism: every parameter without ZeRO-2), as DDP packs them and the
+  // planner costs them (collectives.h, kGradientBucketBytes): in the order backward completes the
+  // gradients, parameters whose gradients are all-reduced over the same mesh axes share a buffer of
+  // at most one bucket's bytes (a larger parameter has its own); each gradient is a view into it.
+  {
+    std::vector<int> order;
+    for (int t : plan_.roots)
+      if (!flat_.count(t)) order.push_back(t);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      const int da = plan_.gradient_done[static_cast<size_t>(a)], db = plan_.gradient_done[static_cast<size_t>(b)];
+      return (da < 0 ? -1 : da) > (db < 0 ? -1 : db);  // backward reaches larger node indices first; unreached last
+    });
+    std::map<std::vector<int>, int> open;  // axes -> the bucket being filled
+    std::vector<int64_t> elements;
+    for (int t : order) {
+      std::vector<int> axes;
+      const Layout& storage = sh_.home[static_cast<size_t>(t)];
+      for (int a = 0; a < storage.size(); ++a)
+        if (storage[a].is_replicate()) axes.push_back(a);
+      const int64_t n = numel(local(t, storage));
+      const auto bytes = static_cast<double>(n * static_cast<int64_t>(dtype_size(runtime_dtype(g_.tensors[static_cast<size_t>(t)]))));
+      auto it = open.find(axes);
+      if (it == open.end() || (elements[static_cast<size_t>(it->second)] > 0 &&
+                               static_cast<double>(elements[static_cast<size_t>(it->second)]) * 4 + bytes > planner::kGradientBucketBytes)) {
+        buckets_.push_back(Bucket{axes, {}, Array(), 0});
+        elements.push_back(0);
+        it = open.insert_or_assign(axes, static_cast<int>(buckets_.size()) - 1).first;
+      }
+      buckets_[static_cast<size_t>(it->second)].params.push_back(t);
+      bucket_of_[t] = it->second;
+      elements[static_cast<size_t>(it->second)] += n;
+    }
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      buckets_[b].buffer = Array(DType::F32, {elements[b]}, backend_.allocator(), MemoryKind::Gradients);
+      int64_t at = 0;
+      for (int t : buckets_[b].params) {
+        const Shape shape = local(t, sh_.home[static_cast<size_t>(t)]);
+        root_grads_[t] = buckets_[b].buffer.view_at(at, shape);
+        at += numel(shape);
+      }
+    }
   }
   // Where each input's shard lies, for the kernels that need it (kernel.h, ShardInfo).
   shards_.resize(g_.nodes.size());
@@ -278,8 +321,13 @@ void ShardedExecutor::synchronise(int t) {
     if (full != full_grads_.end()) full_grads_.erase(full);
     return;
   }
-  const Layout from = planner::gradient_layout(storage);
-  if (from != storage) root_grads_[t] = move(root_grads_[t], t, from, storage, MemoryKind::Gradients, /*consume=*/true);
+  // Data parallelism: the parameter's bucket is all-reduced, in place, once all of it is complete.
+  Bucket& b = buckets_[static_cast<size_t>(bucket_of_.at(t))];
+  if (++b.done < static_cast<int>(b.params.size())) return;
+  for (int axis : b.axes) {
+    const comm::Group group{sh_.where.mesh->group(sh_.where.rank, axis)};
+    sh_.where.comm->all_reduce(b.buffer.raw(), b.buffer.numel(), b.buffer.dtype(), group);
+  }
 }
 
 double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, const StepContext& ctx) {
@@ -290,13 +338,11 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   kept_out_.assign(g_.nodes.size(), {});
   states_.assign(g_.nodes.size(), {});
   rerun_.assign(g_.nodes.size(), false);
-  // Gradients accumulate in gradient_layout(storage): a persistent buffer, or under ZeRO-2 a
-  // transient one that lives from the first contribution to the reduce-scatter onto the chunk.
-  for (int t : plan_.roots) {
-    if (flat_.count(t)) continue;
-    root_grads_[t] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), local(t, sh_.home[static_cast<size_t>(t)]),
-                           backend_.allocator(), MemoryKind::Gradients);
-    backend_.fill(root_grads_[t], 0.0);
+  // Gradients accumulate in gradient_layout(storage): in their bucket, or under ZeRO-2 in a
+  // transient buffer that lives from the first contribution to the reduce-scatter onto the chunk.
+  for (Bucket& b : buckets_) {
+    backend_.fill(b.buffer, 0.0);
+    b.done = 0;
   }
   TO_CHECK(inputs.size() == g_.inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {

@@ -36,10 +36,13 @@
 // ` recompute` configurations, and every node that reads no data, such as a transposed weight). A
 // recomputing node keeps its inputs in the layouts it needs; in backward its forward runs again
 // and its outputs are moved again to the readers that need them (the redistribution the planner
-// charges twice). A parameter's gradient is synchronised as soon as it is complete, in the order
-// every worker's backward reaches it (one collective per parameter, not yet in buckets).
+// charges twice). Gradients are synchronised as soon as they are complete, in the order every
+// worker's backward reaches them: under ZeRO-2 one reduce-scatter per parameter; otherwise in
+// buckets of at most planner::kGradientBucketBytes (parameters all-reduced over the same mesh axes,
+// in completion order, their gradients views into the bucket), one in-place all-reduce per bucket
+// and axis once the bucket's last gradient is complete, as DDP does and the planner costs.
 //
-// Not yet: bf16, gradient buckets. Not thread-safe.
+// Not yet: bf16. Not thread-safe.
 #pragma once
 
 #include <map>
@@ -144,6 +147,14 @@ class ShardedExecutor final : public GradientSource {
   std::map<int, Array> grads_;                     // in gradient_layout(home)
   std::map<int, Array> root_grads_;                // parameters: local, in the storage layout after sync
   std::map<int, Array> full_grads_;                // ZeRO-2 parameters: the whole local gradient in flight
+  struct Bucket {
+    std::vector<int> axes;    // the mesh axes its gradients are all-reduced over, in order
+    std::vector<int> params;  // in the order backward completes them
+    Array buffer;             // every gradient of the bucket, one after another (float32)
+    int done = 0;             // gradients complete this step
+  };
+  std::vector<Bucket> buckets_;
+  std::map<int, int> bucket_of_;  // parameter -> its bucket
   std::map<int, Array> optimizer_weights_;         // parameters: the local shard or its ZeRO-2 chunk
   // ZeRO-2: the parameter's local shard as one flat tensor, and where this worker's chunk lies.
   struct Flat {
