@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -121,19 +122,69 @@ void check_gradients(const Graph& g, ShardedExecutor& ex, const Sharding& sh, co
 
 // One worker: a random strategy (the same draw on every worker), three steps, then its losses and
 // gathered weights against the one-device run. Throws on the first difference.
+// A reference model imported at batch 4 and its strategy space on a mesh of CPU workers.
+struct ModelSpace {
+  Graph g;
+  planner::Cluster cluster = planner::load_cluster("cpu");
+  planner::DeviceMesh mesh;
+  planner::AnalyticCompute compute;
+  planner::StrategySpace space;
+  ModelSpace(const std::string& name, const std::vector<int>& mesh_shape, const planner::SpaceOptions& options = {})
+      : g(import_onnx_file(kDir + name + ".onnx", {.batch = 4})),
+        mesh(planner::DeviceMesh::with_shape(cluster, mesh_shape)),
+        compute(cluster, planner::Precision::Fp32),
+        space(g, mesh, compute, options) {}
+};
+
+// One worker of a test group: its communicator (Gloo, a file store in `store`), its layouts, its
+// shard of the model's state, the sharded executor and the optimizer, ready for steps.
+struct Worker {
+  std::unique_ptr<comm::Communicator> comm;
+  cpu::CpuBackend backend{1};
+  Sharding sh;
+  LoadedState state;
+  std::unique_ptr<ShardedExecutor> ex;
+  std::unique_ptr<Optimizer> opt;
+
+  Worker(const Graph& g, const planner::StrategySpace& space, const std::vector<int>& assignment, int rank, const std::string& store,
+         const OptimizerSettings& settings) {
+    comm::GlooOptions o;
+    o.rank = rank;
+    o.size = space.mesh().size();
+    o.rendezvous = "file:" + store;
+    o.timeout = std::chrono::seconds(20);
+    o.hostname = "127.0.0.1";
+    comm = comm::make_gloo_communicator(o);
+    sh = sharding_of(space, assignment, MeshContext{&space.mesh(), rank, comm.get()});
+    state = load_state(g, g.source_path, backend, 0);
+    for (auto& [t, a] : state.arrays)
+      if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
+    ex = std::make_unique<ShardedExecutor>(g, backend, state.arrays, sh, LossKind::CrossEntropy);
+    opt = std::make_unique<Optimizer>(settings, backend, ex->optimizer_weights(), ex->gradient_tensors());
+  }
+  // Forward, loss and backward on the global batch of step s: the loss.
+  double train(DataSource& data, int s) {
+    Batch b = data.next(s);
+    return ex->train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
+  }
+  // The optimizer's step on the gradients train() left.
+  void update() {
+    opt->step(*ex);
+    ex->after_optimizer_step();
+  }
+};
+
 // How a strategy is drawn: every configuration alike, or only those that recompute (ops) and use
 // ZeRO-2 (parameters) wherever a variable has some, in the space where every op may recompute.
 enum class Draw { Any, RecomputeZero };
 
 void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_t draw, Draw how, int rank, const std::string& store,
             const OneDevice& want) {
-  Graph g = import_onnx_file(kDir + name + ".onnx", {.batch = 4});
-  const planner::Cluster cluster = planner::load_cluster("cpu");
-  const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, mesh_shape);
-  planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
   planner::SpaceOptions so;
   so.recompute_all = how == Draw::RecomputeZero;
-  planner::StrategySpace space(g, mesh, compute, so);
+  ModelSpace m(name, mesh_shape, so);
+  const Graph& g = m.g;
+  const planner::StrategySpace& space = m.space;
   std::mt19937_64 rng(draw);
   std::vector<int> assignment;
   for (const planner::Variable& v : space.variables()) {
@@ -147,24 +198,10 @@ void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_
     assignment.push_back(pool[rng() % pool.size()]);
   }
 
-  comm::GlooOptions o;
-  o.rank = rank;
-  o.size = mesh.size();
-  o.rendezvous = "file:" + store;
-  o.timeout = std::chrono::seconds(20);
-  o.hostname = "127.0.0.1";
-  auto comm = comm::make_gloo_communicator(o);
-  cpu::CpuBackend backend(1);
-  const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
-  LoadedState state = load_state(g, g.source_path, backend, 0);
-  for (auto& [t, a] : state.arrays)
-    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
-  ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
-  Optimizer opt(sgd(), backend, ex.optimizer_weights(), ex.gradient_tensors());
-  auto data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
+  Worker w(g, space, assignment, rank, store, sgd());
+  auto data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", w.backend);
   for (int s = 1; s <= kSteps; ++s) {
-    Batch b = data->next(s);
-    const double loss = ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
+    const double loss = w.train(*data, s);
     const double ref = want.losses[static_cast<size_t>(s - 1)];
     if (std::abs(loss - ref) > 1e-5 * std::abs(ref)) {
       std::ostringstream os;
@@ -173,22 +210,21 @@ void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_
         os << " " << space.variables()[v].name << "=" << space.variables()[v].configs[static_cast<size_t>(assignment[v])].name;
       throw std::runtime_error(os.str());
     }
-    if (s == 1) check_gradients(g, ex, sh, want);
-    opt.step(ex);
-    ex.after_optimizer_step();
+    if (s == 1) check_gradients(g, *w.ex, w.sh, want);
+    w.update();
   }
-  const planner::Layout r = planner::Layout::replicated(mesh.ndim());
-  for (int t : ex.gradient_tensors()) {
+  const planner::Layout r = planner::Layout::replicated(m.mesh.ndim());
+  for (int t : w.ex->gradient_tensors()) {
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
-    const Array whole = run_transition(state.arrays.at(t), planner::redistribute(x.shape, 4, sh.home[static_cast<size_t>(t)], r, mesh),
-                                       sh.where, backend, MemoryKind::Transients);
+    const Array whole = run_transition(w.state.arrays.at(t), planner::redistribute(x.shape, 4, w.sh.home[static_cast<size_t>(t)], r, m.mesh),
+                                       w.sh.where, w.backend, MemoryKind::Transients);
     const std::vector<float>& ref = want.weights.at(x.name);
     double scale = 0, worst = 0;
     for (float v : ref) scale = std::max(scale, static_cast<double>(std::abs(v)));
     for (size_t i = 0; i < ref.size(); ++i) worst = std::max(worst, static_cast<double>(std::abs(whole.data<float>()[i] - ref[i])));
     if (worst > 1e-3 * scale + 1e-5) {
       std::ostringstream os;
-      os << "weight " << x.name << " (" << sh.home[static_cast<size_t>(t)].str() << ") differs by " << worst;
+      os << "weight " << x.name << " (" << w.sh.home[static_cast<size_t>(t)].str() << ") differs by " << worst;
       throw std::runtime_error(os.str());
     }
   }
@@ -255,11 +291,9 @@ TEST_CASE("sharded step: gather_whole collects parameters, optimizer state and c
     CAPTURE(draw);
     test::TempDir dir;
     auto results = test::run_children(2, [&](int rank) {
-      Graph g = import_onnx_file(kDir + model + ".onnx", {.batch = 4});
-      const planner::Cluster cluster = planner::load_cluster("cpu");
-      const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, {2});
-      planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
-      planner::StrategySpace space(g, mesh, compute, planner::SpaceOptions{});
+      ModelSpace m(model, {2});
+      const Graph& g = m.g;
+      const planner::StrategySpace& space = m.space;
       std::mt19937_64 rng(draw);
       std::vector<int> assignment;
       for (const planner::Variable& v : space.variables()) {
@@ -268,29 +302,14 @@ TEST_CASE("sharded step: gather_whole collects parameters, optimizer state and c
         if (bn && split < 0) throw std::runtime_error(v.name + " has no d1:S0 configuration");
         assignment.push_back(bn ? split : static_cast<int>(rng() % v.configs.size()));
       }
-      comm::GlooOptions o;
-      o.rank = rank;
-      o.size = 2;
-      o.rendezvous = "file:" + dir.path;
-      o.timeout = std::chrono::seconds(20);
-      o.hostname = "127.0.0.1";
-      auto comm = comm::make_gloo_communicator(o);
-      cpu::CpuBackend backend(1);
-      const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
-      LoadedState state = load_state(g, g.source_path, backend, 0);
-      for (auto& [t, a] : state.arrays)
-        if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
-      ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
-      Optimizer opt(sgd(), backend, ex.optimizer_weights(), ex.gradient_tensors());
-      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", backend);
+      Worker w(g, space, assignment, rank, dir.path, sgd());
+      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", w.backend);
       for (int s = 1; s <= kSteps; ++s) {
-        Batch b = data->next(s);
-        ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
-        opt.step(ex);
-        ex.after_optimizer_step();
+        w.train(*data, s);
+        w.update();
       }
       std::map<int, std::vector<Array>> slots;
-      const std::map<int, Array> whole = ex.gather_whole(opt, slots);
+      const std::map<int, Array> whole = w.ex->gather_whole(*w.opt, slots);
       std::string strategy;
       for (size_t v = 0; v < assignment.size(); ++v)
         strategy += " " + space.variables()[v].name + "=" + space.variables()[v].configs[static_cast<size_t>(assignment[v])].name;
@@ -326,11 +345,9 @@ TEST_CASE("sharded step: data parallelism with BatchNormalization equals PyTorch
     const std::vector<double> want = ref.head["losses"]["ddp2_sgd"].get<std::vector<double>>();
     test::TempDir dir;
     auto results = test::run_children(2, [&](int rank) {
-      Graph g = import_onnx_file(kDir + model + ".onnx", {.batch = 4});
-      const planner::Cluster cluster = planner::load_cluster("cpu");
-      const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cluster, {2});
-      planner::AnalyticCompute compute(cluster, planner::Precision::Fp32);
-      planner::StrategySpace space(g, mesh, compute, planner::SpaceOptions{});
+      ModelSpace m(model, {2});
+      const Graph& g = m.g;
+      const planner::StrategySpace& space = m.space;
       // Every op splits its batch (ops without one replicate); parameters replicated, no ZeRO.
       std::vector<int> assignment;
       for (const planner::Variable& v : space.variables()) {
@@ -345,31 +362,18 @@ TEST_CASE("sharded step: data parallelism with BatchNormalization equals PyTorch
         if (pick < 0) throw std::runtime_error(v.name + ": no data-parallel configuration");
         assignment.push_back(pick);
       }
-      comm::GlooOptions o;
-      o.rank = rank;
-      o.size = 2;
-      o.rendezvous = "file:" + dir.path;
-      o.timeout = std::chrono::seconds(20);
-      o.hostname = "127.0.0.1";
-      auto comm = comm::make_gloo_communicator(o);
-      cpu::CpuBackend backend(1);
-      const Sharding sh = sharding_of(space, assignment, MeshContext{&mesh, rank, comm.get()});
-      LoadedState state = load_state(g, g.source_path, backend, 0);
-      ShardedExecutor ex(g, backend, state.arrays, sh, LossKind::CrossEntropy);
-      Optimizer opt(test::reference_settings("sgd"), backend, ex.optimizer_weights(), ex.gradient_tensors());
-      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", backend);
+      Worker w(g, space, assignment, rank, dir.path, test::reference_settings("sgd"));
+      auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", w.backend);
       for (int s = 1; s <= kSteps; ++s) {
-        Batch b = data->next(s);
-        const double loss = ex.train_step(std::move(b.inputs), std::move(b.target), StepContext{&backend.allocator(), true, 0, s, 1});
+        const double loss = w.train(*data, s);
         if (std::abs(loss - want[static_cast<size_t>(s - 1)]) > 1e-4 * std::abs(want[static_cast<size_t>(s - 1)])) {
           throw std::runtime_error("step " + std::to_string(s) + ": loss " + std::to_string(loss) + ", DDP's " +
                                    std::to_string(want[static_cast<size_t>(s - 1)]));
         }
-        opt.step(ex);
-        ex.after_optimizer_step();
+        w.update();
       }
       std::map<int, std::vector<Array>> slots;
-      const std::map<int, Array> whole = ex.gather_whole(opt, slots);
+      const std::map<int, Array> whole = w.ex->gather_whole(*w.opt, slots);
       for (const auto& [t, a] : whole) {
         const std::string& name = g.tensors[static_cast<size_t>(t)].name;
         Shape shape;
