@@ -368,8 +368,30 @@ TEST_CASE("cli: run trains, prints a line per step and measured against predicte
   CHECK(j["steps"][0]["loss"].get<double>() == doctest::Approx(ref["losses"]["adam"][0].get<double>()).epsilon(1e-4));
 }
 
+// A NumPy .npy file (format 1.0) of `descr` ('<f4', '<i8', ...) and `shape`, its values zero.
+std::string write_npy(const std::string& name, const std::string& descr, const std::vector<int64_t>& shape, int element_bytes) {
+  std::string dims;
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    dims += std::to_string(d) + ",";
+    n *= d;
+  }
+  std::string header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (" + dims + "), }";
+  header.append(64 - (10 + header.size() + 1) % 64, ' ');
+  header += '\n';
+  const auto path = (temp_dir() / name).string();
+  std::ofstream f(path, std::ios::binary);
+  const auto len = static_cast<uint16_t>(header.size());
+  f << "\x93NUMPY" << '\x01' << '\x00';
+  f.put(static_cast<char>(len & 0xff)).put(static_cast<char>(len >> 8));
+  f << header << std::string(static_cast<size_t>(n * element_bytes), '\0');
+  return path;
+}
+
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
   auto save = (temp_dir() / "never.onnx").string();
+  // The fixture's shapes (x [12,16] float32, y [12] int64) in types that do not fit.
+  const std::string int_x = write_npy("int_x.npy", "<i8", {12, 16}, 8), float_y = write_npy("float_y.npy", "<f4", {12}, 4);
   const std::pair<std::string, std::string> cases[] = {
       {"--device cuda", "CPU backend only"},
       {"--loss hinge", "--loss"},
@@ -377,6 +399,8 @@ TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing not
       {"--data " + fixture("mlp.y.npy") + " --labels " + fixture("mlp.y.npy"), "does not fit input"},
       {"--data " + fixture("mlp.x.npy") + " --labels " + fixture("mlp.x.npy"), "does not fit the labels"},
       {"--data " + fixture("mlp.x.npy"), "--data and --labels go together"},
+      {"--data " + int_x + " --labels " + fixture("mlp.y.npy"), "dtype '<i8' does not fit input"},
+      {"--data " + fixture("mlp.x.npy") + " --labels " + float_y, "dtype '<f4' does not fit the labels"},
       {"--resume " + fixture("gpt.onnx"), "not a checkpoint of"},
       {"--save /nonexistent/dir/m.onnx", "cannot be written"},
   };

@@ -138,6 +138,41 @@ TEST_CASE("training: three steps of every optimizer equal PyTorch's on six model
   }
 }
 
+// --loss mse: the mean of (y - t)^2 over every element of the output, as torch.nn.functional.mse_loss
+// with its default reduction, and its gradient 2 (y - t) / N: the loss a step returns equals that
+// mean over the forward's output, and every parameter gradient equals the one backward gives from
+// that dy.
+TEST_CASE("training: the mse loss is the mean squared error and its gradient 2 (y - t) / N") {
+  Graph g = import_onnx_file(kDir + "mlp.onnx", {.batch = 4});
+  cpu::CpuBackend backend(1);
+  LoadedState state = load_state(g, g.source_path, backend, 0);
+  ExecutorOptions eo;
+  eo.loss = LossKind::Mse;
+  Executor ex(g, backend, state.arrays, eo);
+  auto data = npy_data(g, LossKind::CrossEntropy, kDir + "mlp.x.npy", kDir + "mlp.y.npy", backend);
+  Batch b = data->next(1);
+  const StepContext ctx{&backend.allocator(), true, 0, 1, 1};
+  const std::vector<Array> y = ex.forward(b.inputs, ctx);
+  REQUIRE(y.size() == 1);
+  // A target of the output's shape, not all zero.
+  Array t(DType::F32, y[0].shape(), backend.allocator(), MemoryKind::Inputs);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i % 7) - 3) * 0.25f;
+  double want = 0;
+  Array dy(DType::F32, y[0].shape(), backend.allocator(), MemoryKind::Transients);
+  const auto n = static_cast<double>(y[0].numel());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double d = static_cast<double>(y[0].data<float>()[i]) - t.data<float>()[i];
+    want += d * d / n;
+    dy.data<float>()[i] = static_cast<float>(2 * d / n);
+  }
+  const double loss = ex.train_step(b.inputs, t, ctx);
+  CHECK(loss == doctest::Approx(want).epsilon(1e-6));
+  std::map<int, std::vector<float>> grads;
+  for (int p : ex.gradient_tensors()) grads[p] = values(ex.gradient(p));
+  ex.backward_from(b.inputs, {&dy}, ctx);
+  for (int p : ex.gradient_tensors()) check_close(values(ex.gradient(p)), grads.at(p), "gradient of " + g.tensors[static_cast<size_t>(p)].name);
+}
+
 TEST_CASE("training: save after three steps and resume continues bit for bit as six steps") {
   for (const auto& [name, bf16] : {std::pair{"cnn_bn", false}, std::pair{"gpt", false}, std::pair{"gpt", true}}) {
     CAPTURE(std::string(name));
