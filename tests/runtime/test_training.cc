@@ -173,6 +173,46 @@ TEST_CASE("training: the mse loss is the mean squared error and its gradient 2 (
   for (int p : ex.gradient_tensors()) check_close(values(ex.gradient(p)), grads.at(p), "gradient of " + g.tensors[static_cast<size_t>(p)].name);
 }
 
+// A weightless export (the shipped ResNet-18) is initialised as torch.nn initialises its layers:
+// convolution and linear weights U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (kaiming_uniform with
+// a = sqrt 5) and the linear bias in the same bound, BatchNorm scale 1, bias 0, running mean 0 and
+// running variance 1. With thousands of draws a uniform's largest magnitude is within 5% of its bound.
+TEST_CASE("weights: a weightless export is initialised as PyTorch initialises its layers") {
+  Graph g = import_onnx_file(std::string(TENSOROPT_SOURCE_DIR) + "/models/resnet18.onnx", {.batch = 1});
+  cpu::CpuBackend backend(1);
+  LoadedState state = load_state(g, g.source_path, backend, 7);
+  CHECK(state.initialised.size() == state.arrays.size());  // nothing came from the file
+  int convs = 0, norms = 0;
+  for (const auto& [t, a] : state.arrays) {
+    const Tensor& x = g.tensors[static_cast<size_t>(t)];
+    CAPTURE(x.name);
+    const std::vector<float> v = values(a);
+    float lo = v.empty() ? 0 : *std::min_element(v.begin(), v.end()), hi = v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+    const bool bn = x.name.find("bn") != std::string::npos || x.name.find("downsample.1") != std::string::npos;
+    if (!bn && x.kind == TensorKind::Parameter && x.shape.size() >= 2) {
+      int64_t fan_in = 1;
+      for (size_t d = 1; d < x.shape.size(); ++d) fan_in *= x.shape[d];
+      const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+      CHECK(hi <= bound);
+      CHECK(-lo <= bound);
+      CHECK(std::max(hi, -lo) >= 0.95 * bound);
+      ++convs;
+    } else if (bn && x.name.ends_with("weight")) {
+      CHECK(lo == 1.0f);
+      CHECK(hi == 1.0f);
+      ++norms;
+    } else if (x.name.ends_with("running_var")) {
+      CHECK(lo == 1.0f);
+      CHECK(hi == 1.0f);
+    } else if (bn && (x.name.ends_with("bias") || x.name.ends_with("running_mean"))) {
+      CHECK(lo == 0.0f);
+      CHECK(hi == 0.0f);
+    }
+  }
+  CHECK(convs == 21);  // 20 convolutions and the classifier
+  CHECK(norms == 20);
+}
+
 TEST_CASE("training: save after three steps and resume continues bit for bit as six steps") {
   for (const auto& [name, bf16] : {std::pair{"cnn_bn", false}, std::pair{"gpt", false}, std::pair{"gpt", true}}) {
     CAPTURE(std::string(name));
