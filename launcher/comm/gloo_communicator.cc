@@ -6,7 +6,6 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
-#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -84,13 +83,15 @@ class TimeoutStore : public rdv::Store {
 
 // The store's key prefix of a group: its ranks, or a hash of them when the list is long.
 std::string group_key(const Group& g) {
-  std::string s = g.str();
-  if (s.size() <= 64) return "g" + s;
+  // Built by append (GCC 12 at -O3 warns falsely, -Wrestrict, on a literal + std::string here).
+  const std::string s = g.str();
+  std::string key = "g";
+  if (s.size() <= 64) return key.append(s);
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return "g" + std::to_string(g.size()) + "-" + buf;
+  return key.append(std::to_string(g.size())).append("-").append(buf);
 }
 
 template <typename T>
@@ -105,41 +106,15 @@ using AddFn = void (*)(void*, const void*, const void*, size_t);
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
 
-// Reduce-scatters of at most this many input bytes, with equal counts over a power-of-two group,
-// run Gloo's halving-doubling algorithm, built once per (dtype, counts) on a scratch copy of the
-// input and cached (its buffers are registered with the peers, so a run needs no handshake: 2-4x
-// faster than alltoallv on small inputs). Larger ones run direct_reduce_scatter, as fast as
-// halving-doubling there and without its 3x memory; so do uneven counts and other group sizes:
-// with those, Gloo's final local copy (reduce_scatter.h, "Data already in-place for rank 0") may
-// memcpy between overlapping ranges (ASan showed it for counts {2,5}), which is undefined.
-constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
-constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~3 MiB each
-
-struct HalvingDoubling {
-  std::vector<uint8_t> scratch;  // the algorithm reduces in place here
-  std::unique_ptr<gloo::Algorithm> algorithm;
-};
-
+// Reduce-scatters run direct_reduce_scatter (one alltoallv and a local sum) at every size. Gloo's
+// halving-doubling algorithm, cached per (dtype, counts), was 2-4x faster below 1 MiB in
+// isolation, but its buffers, registered on the same TCP pairs, stalled the unbound-buffer
+// collectives that followed: a 7 MiB all-gather took 0.4-4 s, both sides idle, progressing once
+// per 10 ms transport-loop timeout (GPT-2 small on 2 workers: 208 s a step with it, 27 s without).
 struct GroupContext {
   std::shared_ptr<gloo::Context> context;  // null for a group of one
   uint32_t tag = 0;                        // one per collective, in call order
-  // Every member builds the same entries in the same order (same calls), so the Gloo slots that
-  // building takes agree across members.
-  std::map<std::pair<DType, std::vector<int64_t>>, HalvingDoubling> halving_doubling;
 };
-
-template <typename T>
-std::unique_ptr<gloo::Algorithm> make_halving_doubling(const std::shared_ptr<gloo::Context>& ctx, uint8_t* scratch,
-                                                       const std::vector<int64_t>& counts) {
-  std::vector<int> recv;
-  int total = 0;
-  for (int64_t c : counts) {
-    recv.push_back(static_cast<int>(c));
-    total += static_cast<int>(c);
-  }
-  return std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(ctx, std::vector<T*>{reinterpret_cast<T*>(scratch)},
-                                                                  total, recv);
-}
 
 class GlooCommunicator final : public Communicator {
  public:
@@ -209,14 +184,8 @@ class GlooCommunicator final : public Communicator {
         if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * esize(dtype)));
         return;
       }
-      const int64_t bytes = total(counts) * esize(dtype);
-      const int n = group.size();
-      const bool even = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
-      if (bytes == 0) return;
-      if (bytes <= kHalvingDoublingMaxBytes && even && (n & (n - 1)) == 0)
-        halving_doubling_reduce_scatter(g, in, out, counts, dtype);
-      else
-        direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      if (total(counts) == 0) return;
+      direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
     });
   }
 
@@ -381,31 +350,6 @@ class GlooCommunicator final : public Communicator {
     failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
     contexts_.clear();
     throw CommError(what, group, rank(), cause);
-  }
-
-  void halving_doubling_reduce_scatter(GroupContext& g, const void* in, void* out, const std::vector<int64_t>& counts,
-                                       DType dtype) {
-    const int64_t es = esize(dtype);
-    const auto bytes = static_cast<size_t>(total(counts) * es);
-    auto key = std::make_pair(dtype, counts);
-    auto it = g.halving_doubling.find(key);
-    if (it == g.halving_doubling.end()) {
-      if (g.halving_doubling.size() >= kHalvingDoublingCacheEntries) g.halving_doubling.clear();
-      HalvingDoubling h;
-      h.scratch.resize(bytes);
-      switch (dtype) {
-        case DType::F32: h.algorithm = make_halving_doubling<float>(g.context, h.scratch.data(), counts); break;
-        case DType::F64: h.algorithm = make_halving_doubling<double>(g.context, h.scratch.data(), counts); break;
-        case DType::I32: h.algorithm = make_halving_doubling<int32_t>(g.context, h.scratch.data(), counts); break;
-        default: h.algorithm = make_halving_doubling<int64_t>(g.context, h.scratch.data(), counts); break;
-      }
-      it = g.halving_doubling.emplace(std::move(key), std::move(h)).first;
-    }
-    HalvingDoubling& h = it->second;
-    std::memcpy(h.scratch.data(), in, bytes);
-    h.algorithm->run();
-    const int64_t mine = counts[static_cast<size_t>(g.context->rank)];
-    if (mine > 0) std::memcpy(out, h.scratch.data(), static_cast<size_t>(mine * es));  // its result comes first
   }
 
   // Direct reduce-scatter: one Gloo alltoallv sends piece j of my input to member j and brings me

@@ -247,7 +247,7 @@ void check_collectives(Communicator& c, const Group& g) {
   check_reduce_scatter<float>(c, g, DType::F32, uneven_rs, "float32 uneven");
   check_reduce_scatter<int32_t>(c, g, DType::I32, uneven_rs, "int32 uneven");
   check_reduce_scatter<int64_t>(c, g, DType::I64, equal, "int64 equal");
-  // Above 1 MiB of input the Gloo implementation switches algorithm (halving-doubling below).
+  // Over 1 MiB of input, with an empty piece.
   std::vector<int64_t> large;
   for (int j = 0; j < n; ++j) large.push_back(j == 1 ? 0 : 300000 + j);
   check_reduce_scatter<float>(c, g, DType::F32, large, "float32 uneven, over 1 MiB");
