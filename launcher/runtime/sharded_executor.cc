@@ -139,10 +139,11 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       for (int a = 0; a < storage.size(); ++a)
         if (storage[a].is_replicate()) axes.push_back(a);
       const int64_t n = numel(local(t, storage));
-      const auto bytes = static_cast<double>(n * static_cast<int64_t>(dtype_size(runtime_dtype(g_.tensors[static_cast<size_t>(t)]))));
+      const auto bytes = static_cast<double>(n * dtype_size(DType::F32));  // a bucket holds float32
       auto it = open.find(axes);
       if (it == open.end() || (elements[static_cast<size_t>(it->second)] > 0 &&
-                               static_cast<double>(elements[static_cast<size_t>(it->second)]) * 4 + bytes > planner::kGradientBucketBytes)) {
+                               static_cast<double>(elements[static_cast<size_t>(it->second)] * dtype_size(DType::F32)) + bytes >
+                                   planner::kGradientBucketBytes)) {
         buckets_.push_back(Bucket{axes, {}, Array(), 0});
         elements.push_back(0);
         it = open.insert_or_assign(axes, static_cast<int>(buckets_.size()) - 1).first;
@@ -539,15 +540,12 @@ std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, s
       for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q)
         if (g_.nodes[i].inputs[q] == t) spread = sh_.in[i][q];
     if (spread == replicated) {
-      // Worker 0's copy: the others hold zeros, and the sum over the world is worker 0's.
-      Array mine = move(a, t, replicated, replicated, MemoryKind::Transients);  // a copy
-      if (sh_.where.rank != 0) backend_.fill(mine, 0.0);
-      if (mine.dtype() == DType::F32 || mine.dtype() == DType::F64 || mine.dtype() == DType::I64 || mine.dtype() == DType::I32) {
-        sh_.where.comm->all_reduce(mine.raw(), mine.numel(), mine.dtype(), sh_.where.comm->world());
-        whole[t] = mine;
-      } else {
-        whole[t] = a;
-      }
+      // Worker 0's copy, broadcast to every worker into a copy of its own (the buffer itself stays).
+      Array mine(a.dtype(), a.shape(), backend_.allocator(), MemoryKind::Transients);
+      Array flat = mine.view({mine.numel()});
+      backend_.copy_slab(a.view({a.numel()}), 0, 0, flat, 0, a.numel());
+      sh_.where.comm->broadcast(mine.raw(), mine.numel(), mine.dtype(), 0, sh_.where.comm->world());
+      whole[t] = mine;
       continue;
     }
     Array shard = move(a, t, replicated, spread, MemoryKind::Transients);  // my slice (no communication)
