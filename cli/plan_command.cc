@@ -89,7 +89,7 @@ std::vector<size_t> rows_to_show(size_t n, int rows, int chosen) {
   return out;
 }
 
-constexpr size_t kHintPoints = 2000;
+constexpr size_t kHintPoints = 1000;
 constexpr double kHintSeconds = 10;
 
 void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, std::ostream& out) {

@@ -53,6 +53,7 @@ Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision pr
   so.recompute = stored != nullptr;
   so.recompute_all = stored != nullptr;  // resolves any point's names; the point fixes what runs
   so.zero = stored != nullptr;
+  so.kernel_threads = threads;
   planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, {1}), compute, so);
   std::vector<int> assignment(space.variables().size(), 0);
   Prediction p;
@@ -70,7 +71,7 @@ Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision pr
   planner::Cost c = space.cost(assignment);
   p.time = c.time;
   p.memory = c.memory;
-  p.breakdown = space.breakdown(assignment);
+  p.breakdown = space.breakdown_at_peak(assignment);
   return p;
 }
 

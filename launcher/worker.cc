@@ -110,6 +110,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   so.recompute = ps.recompute;
   so.recompute_all = ps.recompute_all;
   so.zero = ps.zero;
+  so.kernel_threads = threads;
   planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, stored.mesh), compute, so);
   const std::vector<int> assignment = planner::resolve_strategy(stored, space);
   const planner::Cost predicted = space.cost(assignment);
@@ -218,7 +219,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     }
     worst.peak = all[kEach * top + 1];
     for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 2 + k];
-    ReportPair against = print_against_predicted(out, predicted, space.breakdown(assignment), worst);
+    ReportPair against = print_against_predicted(out, predicted, space.breakdown_at_peak(assignment), worst);
     for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
       char buf[160];
       const double peak = all[kEach * r + 1];

@@ -6,6 +6,7 @@
 
 #include "graph/error.h"
 #include "planner/parallel/collectives.h"
+#include "planner/parallel/kernel_workspace.h"
 
 namespace tensoropt::planner {
 
@@ -268,6 +269,48 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       by_name_.emplace(vars_[i].name, static_cast<int>(i));
     }
   }
+  // The step's schedule (step_peak): where each variable's holdings are freed, where each link's
+  // redistribution runs, and which gradients are in flight across which ops.
+  position_.assign(vars_.size(), -1);
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    const Variable& v = vars_[i];
+    if (v.kind == VarKind::Op) position_[i] = v.node;
+    if (v.kind == VarKind::Tensor) position_[i] = g.tensors[static_cast<size_t>(v.tensor)].producer;
+  }
+  link_position_.assign(links_.size(), -1);
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    const Variable& to = vars_[static_cast<size_t>(l.to)];
+    link_position_[e] = to.kind == VarKind::Op ? to.node : position_[static_cast<size_t>(l.from)];
+    const Variable& from = vars_[static_cast<size_t>(l.from)];
+    int& first = position_[static_cast<size_t>(l.from)];
+    if (from.kind == VarKind::Parameter && to.kind == VarKind::Op) first = first < 0 ? to.node : std::min(first, to.node);
+  }
+  for (size_t node = 0; node < g.nodes.size(); ++node) {
+    const std::vector<int>& outs = g.nodes[node].outputs;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      const int t = outs[o];
+      if (t < 0 || !requires_grad_[static_cast<size_t>(t)]) continue;
+      int last = is_output_[static_cast<size_t>(t)] ? static_cast<int>(g.nodes.size()) : -1;  // the loss reads it last
+      for (auto [reader, slot] : uses[static_cast<size_t>(t)])
+        if (node_costs_[static_cast<size_t>(reader)].input_grad[static_cast<size_t>(slot)]) last = std::max(last, reader);
+      if (last > static_cast<int>(node) + 1) flights_.push_back({static_cast<int>(node), static_cast<int>(o), t, static_cast<int>(node) + 1, last});
+    }
+  }
+  param_flight_.assign(vars_.size(), -1);
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    if (vars_[i].kind != VarKind::Parameter) continue;
+    int first = -1, last = -1;
+    for (auto [reader, slot] : uses[static_cast<size_t>(vars_[i].tensor)]) {
+      if (!node_costs_[static_cast<size_t>(reader)].input_grad[static_cast<size_t>(slot)]) continue;
+      first = first < 0 ? reader : std::min(first, reader);
+      last = std::max(last, reader);
+    }
+    if (last > first) {
+      param_flight_[i] = static_cast<int>(flights_.size());
+      flights_.push_back({static_cast<int>(i), -1, vars_[i].tensor, first, last});
+    }
+  }
   // The Problem.
   building_ = true;
   tensor_shape_id_.assign(g.tensors.size(), -1);
@@ -414,12 +457,12 @@ int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t 
   RedistributePlan plan = redistribute(t.shape, eb, from, to, mesh_);
   for (const Step& s : plan.steps)
     if (is_collective(s.kind)) c.forward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
-  c.transient = static_cast<double>(transient_bytes(plan, mesh_));
+  c.transient_forward = static_cast<double>(transient_bytes(plan, mesh_));
   if (gradient) {
     const RedistributePlan back = backward_plan(plan, mesh_);
     for (const Step& s : back.steps)
       if (is_collective(s.kind)) c.backward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
-    c.transient = std::max(c.transient, static_cast<double>(transient_bytes(back, mesh_)));
+    c.transient_backward = static_cast<double>(transient_bytes(back, mesh_));
   }
   const int32_t index = static_cast<int32_t>(comm_values_.size());
   comm_values_.push_back(c);
@@ -599,7 +642,6 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
 
 void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int to_config) const {
   const Link& l = links_.at(static_cast<size_t>(link));
-  const Layout& lf = from_layout(l, from_config);
   const Layout& lt = to_layout(l, to_config);
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
@@ -612,34 +654,43 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
     add_comm(b, Purpose::Forward, comm.forward);
     add_comm(b, Purpose::Backward, comm.backward);
   }
-  bool to_needs = l.to_keeps || recomputes(l.to, to_config);
-  auto bytes = [&](const Layout& layout) { return static_cast<double>(local_bytes(l.tensor, layout)); };
+  const auto [at_from, at_to] = link_activations(link, from_config, to_config, same);
+  b[Term::Activations] += at_from + at_to;
   if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
-    if (!recomputes(l.from, from_config)) {
-      if (l.from_keeps) b[Term::Activations] += bytes(lf);
-      if (to_needs && !(l.from_keeps && same)) b[Term::Activations] += bytes(lt);
-    } else if (to_needs && !same) {
+    if (recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)) && !same)
       add_comm(b, Purpose::Backward, comm.forward);  // regenerated, then redistributed again
-    }
-  } else if (from.kind == VarKind::Op) {  // producer -> tensor variable
-    if (l.from_keeps && !same) b[Term::Activations] += bytes(lf);
   } else if (from.kind == VarKind::Parameter) {
     // A reader using a parameter gathered from its shards (ZeRO-3 / FSDP style) holds that copy
     // from forward until its backward; a local slice of a replicated parameter is a view.
     double moved = 0;
     for (double t : comm.forward) moved += t;
-    if (!same && moved > 0) b[Term::Weights] += bytes(lt);
-  } else {  // input or tensor variable -> reader
-    if (to_needs && !same) {
-      b[Term::Activations] += bytes(lt);
-    } else if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)] &&
-               !(is_output_[static_cast<size_t>(l.tensor)] && !has_partial(lt))) {
-      // A recomputing reader needs the variable's own copy, which nobody else keeps (a graph
-      // output's is the loss's, unless partial): charged here, once per such reader and slot (two
-      // of them in the same layout are counted twice: conservative).
-      b[Term::Activations] += bytes(lt);
-    }
+    if (!same && moved > 0) b[Term::Weights] += static_cast<double>(local_bytes(l.tensor, lt));
   }
+}
+
+std::pair<double, double> StrategySpace::link_activations(int link, int from_config, int to_config, bool same) const {
+  const Link& l = links_[static_cast<size_t>(link)];
+  const Variable& from = vars_[static_cast<size_t>(l.from)];
+  const Variable& to = vars_[static_cast<size_t>(l.to)];
+  const bool to_needs = l.to_keeps || recomputes(l.to, to_config);
+  auto bytes = [&](const Layout& layout) { return static_cast<double>(local_bytes(l.tensor, layout)); };
+  if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
+    if (recomputes(l.from, from_config)) return {0, 0};
+    const double kept = l.from_keeps ? bytes(from_layout(l, from_config)) : 0;
+    return {kept, to_needs && !(l.from_keeps && same) ? bytes(to_layout(l, to_config)) : 0};
+  }
+  if (from.kind == VarKind::Op) return {l.from_keeps && !same ? bytes(from_layout(l, from_config)) : 0, 0};  // -> tensor variable
+  if (from.kind == VarKind::Parameter) return {0, 0};
+  // Input or tensor variable -> reader.
+  if (to_needs && !same) return {0, bytes(to_layout(l, to_config))};
+  if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)] &&
+      !(is_output_[static_cast<size_t>(l.tensor)] && !has_partial(to_layout(l, to_config)))) {
+    // A recomputing reader needs the variable's own copy, which nobody else keeps (a graph
+    // output's is the loss's, unless partial): charged here, once per such reader and slot (two
+    // of them in the same layout are counted twice: conservative).
+    return {0, bytes(to_layout(l, to_config))};
+  }
+  return {0, 0};
 }
 
 double StrategySpace::op_workspace(size_t var, int config) const {
@@ -660,6 +711,12 @@ double StrategySpace::op_workspace(size_t var, int config) const {
   for (size_t o = 0; o < node.outputs.size(); ++o)
     if (node.outputs[o] >= 0 && requires_grad_[static_cast<size_t>(node.outputs[o])])
       w += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
+  if ((node.op_type == "Conv" || node.op_type == "ConvTranspose") && node.inputs.size() >= 2 && node.inputs[1] >= 0 &&
+      node.outputs[0] >= 0) {
+    auto local = [&](int t, const Layout& l) { return max_local_shape(graph_->tensors[static_cast<size_t>(t)].shape, l, mesh_); };
+    w += static_cast<double>(conv_backward_workspace(node, local(node.inputs[0], oc.inputs[0]), local(node.inputs[1], oc.inputs[1]),
+                                                     local(node.outputs[0], oc.outputs[0]), nc.input_grad[1], options_.kernel_threads));
+  }
   return w;
 }
 
@@ -678,25 +735,99 @@ double StrategySpace::parameter_workspace(const Variable& v, const VarConfig& c)
   return std::max(scatter, gather);
 }
 
-double StrategySpace::workspace(const std::vector<int>& assignment) const {
+StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
-  double most = 0;
-  for (size_t i = 0; i < vars_.size(); ++i) most = std::max(most, workspace_[i][static_cast<size_t>(assignment[i])]);
-  // Redistributions on links: the buffers of the plan and of its backward plan.
+  const size_t n = graph_->nodes.size();
+  auto config = [&](int var) { return assignment[static_cast<size_t>(var)]; };
+  // Activations by the position after whose backward they are freed; -1: never in the step.
+  std::vector<double> held(n, 0.0);
+  double total = 0;
+  auto hold = [&](int pos, double bytes) {
+    total += bytes;
+    if (pos >= 0) held[static_cast<size_t>(pos)] += bytes;
+  };
+  for (size_t i = 0; i < vars_.size(); ++i) hold(position_[i], var_terms_[i][static_cast<size_t>(assignment[i])][Term::Activations]);
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
     const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
-    const int32_t index = comm_link_[e][static_cast<size_t>(assignment[static_cast<size_t>(l.from)]) * kv +
-                                        static_cast<size_t>(assignment[static_cast<size_t>(l.to)])];
-    if (index >= 0) most = std::max(most, comm_values_[static_cast<size_t>(index)].transient);
+    const bool same = comm_link_[e][static_cast<size_t>(config(l.from)) * kv + static_cast<size_t>(config(l.to))] < 0;
+    const auto [at_from, at_to] = link_activations(static_cast<int>(e), config(l.from), config(l.to), same);
+    hold(position_[static_cast<size_t>(l.from)], at_from);
+    hold(position_[static_cast<size_t>(l.to)], at_to);
   }
-  return most;
+  // freed[k]: what the backward has freed when position k's backward runs (everything after k).
+  std::vector<double> freed(n, 0.0);
+  for (size_t k = n; k-- > 1;) freed[k - 1] = freed[k] + held[k];
+  // in_flight[k]: gradients accumulating for tensors made before k and read after it.
+  std::vector<double> in_flight(n + 1, 0.0);
+  for (const Flight& f : flights_) {
+    const double bytes = flight_bytes(f, config(f.var));
+    in_flight[static_cast<size_t>(f.first)] += bytes;
+    in_flight[static_cast<size_t>(f.last)] -= bytes;
+  }
+  for (size_t k = 1; k <= n; ++k) in_flight[k] += in_flight[k - 1];
+  StepPeak peak{total, 0, 0};  // the end of forward: every activation held, nothing in flight
+  auto candidate = [&](int pos, double transient) {
+    if (transient <= 0 || pos < 0) return;
+    const auto k = static_cast<size_t>(pos);
+    const double over = transient + in_flight[k] - freed[k];
+    if (over > peak.workspace) peak = {total - freed[k], transient + in_flight[k], over};
+  };
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    // A ZeRO-2 parameter's own gradient is in its workspace already, not also in flight there.
+    const int own = param_flight_[i];
+    const double w = workspace_[i][static_cast<size_t>(assignment[i])];
+    candidate(position_[i], own < 0 || w <= 0 ? w : w - flight_bytes(flights_[static_cast<size_t>(own)], assignment[i]));
+  }
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
+    const int32_t index = comm_link_[e][static_cast<size_t>(config(l.from)) * kv + static_cast<size_t>(config(l.to))];
+    if (index < 0) continue;
+    // Forward, before the reader runs; backward, inside the reader's backward, beside its
+    // gradients (its workspace).
+    const CommCost& c = comm_values_[static_cast<size_t>(index)];
+    const double beside = vars_[static_cast<size_t>(l.to)].kind == VarKind::Op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
+    candidate(link_position_[e], std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0));
+  }
+  return peak;
 }
 
+double StrategySpace::flight_bytes(const Flight& f, int config) const {
+  const Variable& v = vars_[static_cast<size_t>(f.var)];
+  const VarConfig& c = v.configs[static_cast<size_t>(config)];
+  if (v.kind == VarKind::Op) return static_cast<double>(local_bytes(f.tensor, v.op_configs[static_cast<size_t>(c.op_config)].outputs[static_cast<size_t>(f.slot)]));
+  if (c.zero < 2 || gradient_layout(c.layout) == c.layout) return 0;  // accumulated into the stored gradient
+  const Tensor& t = graph_->tensors[static_cast<size_t>(f.tensor)];
+  return static_cast<double>(numel(max_local_shape(t.shape, c.layout, mesh_)) * options_.training.gradient_bytes());
+}
+
+double StrategySpace::workspace(const std::vector<int>& assignment) const { return step_peak(assignment).workspace; }
+
 double StrategySpace::workspace_floor() const {
+  // Any strategy's workspace is at least a candidate's least transient less the most the
+  // positions after it can hold (gradients in flight only add).
+  const size_t n = graph_->nodes.size();
+  std::vector<double> most_held(n, 0.0);
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    if (position_[i] < 0) continue;
+    double m = 0;
+    for (const Breakdown& b : var_terms_[i]) m = std::max(m, b[Term::Activations]);
+    most_held[static_cast<size_t>(position_[i])] += m;
+  }
+  for (const Link& l : links_) {  // at most one copy of the tensor at each end
+    const double whole = static_cast<double>(numel(graph_->tensors[static_cast<size_t>(l.tensor)].shape)) *
+                         options_.training.element_bytes(graph_->tensors[static_cast<size_t>(l.tensor)]);
+    for (int var : {l.from, l.to})
+      if (position_[static_cast<size_t>(var)] >= 0) most_held[static_cast<size_t>(position_[static_cast<size_t>(var)])] += whole;
+  }
+  std::vector<double> after(n, 0.0);
+  for (size_t k = n; k-- > 1;) after[k - 1] = after[k] + most_held[k];
   double floor = 0;
   for (size_t i = 0; i < vars_.size(); ++i) {
-    if (!workspace_[i].empty()) floor = std::max(floor, *std::min_element(workspace_[i].begin(), workspace_[i].end()));
+    if (workspace_[i].empty() || position_[i] < 0) continue;
+    const double least = *std::min_element(workspace_[i].begin(), workspace_[i].end());
+    if (least > 0) floor = std::max(floor, least - after[static_cast<size_t>(position_[i])]);
   }
   return floor;
 }
@@ -713,6 +844,14 @@ Breakdown StrategySpace::breakdown(const std::vector<int>& assignment) const {
     add_link_terms(b, static_cast<int>(e), assignment[static_cast<size_t>(l.from)], assignment[static_cast<size_t>(l.to)]);
   }
   b[Term::Workspace] = workspace(assignment);
+  return b;
+}
+
+Breakdown StrategySpace::breakdown_at_peak(const std::vector<int>& assignment) const {
+  Breakdown b = breakdown(assignment);
+  const StepPeak p = step_peak(assignment);
+  b[Term::Activations] = p.activations;
+  b[Term::Workspace] = p.transient;
   return b;
 }
 

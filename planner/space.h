@@ -27,8 +27,10 @@
 //              as ZeRO-3/FSDP do) holds that copy too, until its backward;
 //              activations saved for backward in the layouts they are saved in; data inputs;
 //              buffers and constants as each reader holds them
-// plus one term outside the sum, workspace(): the largest transient of one op's backward (its
-// output and input gradients), added to a strategy's memory after FT (see docs/cost-model.md).
+// plus one term outside the sum, workspace(): what the step's peak adds to the summed memory (the
+// transient of one op's backward, redistribution or gradient synchronisation, with the gradients in
+// flight, less the activations the backward has freed by then), added to a strategy's memory after
+// FT (see docs/cost-model.md).
 //
 // Saved activations. Tensor t produced by u and read by w: u keeps t in u's output layout if u's
 // backward needs it; w keeps t in w's input layout if w's backward needs it or w recomputes, except
@@ -58,6 +60,7 @@
 #include <string>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graph/ir.h"
@@ -131,6 +134,9 @@ struct SpaceOptions {
   bool recompute = true;       // offer recompute on ops
   bool recompute_all = false;  // on every op that may (not only those that keep something themselves)
   bool zero = true;            // offer ZeRO-2 on parameters
+  // Threads of each worker of the CPU backend: its convolutions' backward holds an im2col buffer
+  // per part of the images (planner/parallel/kernel_workspace.h), costed in the workspace.
+  int kernel_threads = 1;
 };
 
 class StrategySpace {
@@ -150,13 +156,27 @@ class StrategySpace {
   // the Problem's costs are exactly their time() and memory().
   Breakdown variable_terms(int var, int config) const;
   Breakdown link_terms(int link, int from_config, int to_config) const;
-  // The largest backward transient of one op in a strategy (bytes), outside the Problem's sum.
-  double workspace(const std::vector<int>& assignment) const;
-  // A lower bound on workspace() over every strategy: the largest over ops of the least
-  // transient any of its configurations has.
+  // The moment of a strategy's memory peak as the runtime's step meets it (docs/cost-model.md
+  // "Workspace"): at each op's backward, each redistribution and each gradient synchronisation,
+  // the activations not yet freed (the backward frees what it has passed), the transient there
+  // and the gradients in flight across it (made before the op, read after it); or the end of
+  // forward, every activation held and no transient. workspace is what that peak adds to the
+  // summed memory: transient + in flight - activations already freed, at least 0.
+  struct StepPeak {
+    double activations = 0;  // held at the peak
+    double transient = 0;    // live at the peak: the op's or transition's buffers and gradients in flight
+    double workspace = 0;
+  };
+  StepPeak step_peak(const std::vector<int>& assignment) const;
+  double workspace(const std::vector<int>& assignment) const;  // step_peak().workspace
+  // A lower bound on workspace() over every strategy: the largest, over ops and parameters, of the
+  // least transient any configuration has less the most the positions after it can hold.
   double workspace_floor() const;
   // Every term of a strategy, workspace included.
   Breakdown breakdown(const std::vector<int>& assignment) const;
+  // The same, with activations and workspace as they stand at the step's peak (step_peak()): the
+  // runtime's measured memory by kind at its peak compares with this. memory() is the same.
+  Breakdown breakdown_at_peak(const std::vector<int>& assignment) const;
   // The strategy's (time, memory): evaluate(problem(), assignment) plus workspace(). FT points
   // are reported with exactly this.
   Cost cost(const std::vector<int>& assignment) const;
@@ -164,12 +184,15 @@ class StrategySpace {
  private:
   struct CommCost {
     std::array<double, 4> forward{}, backward{};
-    double transient = 0;  // the larger transient_bytes of the plan and of its backward plan
+    double transient_forward = 0, transient_backward = 0;  // transient_bytes of the plan and of its backward plan
   };
   const Layout& from_layout(const Link& l, int config) const;
   const Layout& to_layout(const Link& l, int config) const;
   bool recomputes(int var, int config) const;
   void add_link_terms(Breakdown& b, int link, int from_config, int to_config) const;  // b += link_terms()
+  // A link's activations, those the producer keeps and those the reader keeps; same: the two
+  // layouts are equal.
+  std::pair<double, double> link_activations(int link, int from_config, int to_config, bool same) const;
   int64_t local_bytes(int tensor, const Layout& layout) const;
   double op_workspace(size_t var, int config) const;  // one op variable's backward transient
   double parameter_workspace(const Variable& v, const VarConfig& c) const;  // its gradient synchronisation's transient
@@ -191,6 +214,21 @@ class StrategySpace {
   std::vector<NodeCost> node_costs_;
   std::vector<bool> requires_grad_;
   std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
+  // The step's schedule: position_[var] is the node after whose backward what the variable holds
+  // is freed and where its transient lives (op: its node; tensor: its producer; parameter: its
+  // first reader, where its gradient completes; input: -1, never); link_position_[link] where its
+  // redistribution runs (the reader's node, or the producer's for a link into a tensor variable).
+  std::vector<int> position_, link_position_;
+  // A gradient accumulating while the ops at positions [first, last) run their backward: an op
+  // output's (var: the producer, slot: the output; first: the producer + 1, last: its last reader)
+  // or, under ZeRO-2, a parameter's whole local gradient (slot -1; from its last reader to its first,
+  // where it is reduce-scattered).
+  struct Flight {
+    int var, slot, tensor, first, last;
+  };
+  std::vector<Flight> flights_;
+  std::vector<int> param_flight_;  // per variable: its flight when a ZeRO-2 parameter has one, else -1
+  double flight_bytes(const Flight& f, int config) const;
   std::vector<bool> is_output_;
   std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
   std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links

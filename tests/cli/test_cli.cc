@@ -225,7 +225,7 @@ TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
 }
 
 TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which thins it") {
-  const std::string m = model("resnet50.onnx");
+  const std::string m = model("vit_b_16.onnx");
   const std::string plan = (temp_dir() / "big-plan.json").string();
   Result exact = run("plan " + m + " --gpus 8 --batch 64 --recompute all --json " + plan);
   REQUIRE(exact.code == 0);
@@ -245,7 +245,8 @@ TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which
   REQUIRE(thinned.code == 0);
   CHECK_FALSE(has(thinned.out, "note: the exact frontier"));
   const auto points = [](const std::string& out) { return std::stol(out.substr(out.find("8 GPUs: ") + 8)); };
-  CHECK(points(thinned.out) * 3 < points(exact.out));
+  // FT thins its frontiers; the re-costed step peaks then prune both (docs/cost-model.md "Workspace").
+  CHECK(points(thinned.out) * 3 < points(exact.out) * 2);
 }
 
 TEST_CASE("cli: --planner-memory: a mesh whose exact frontier would pass it is thinned with epsilon 0.01, and says so") {

@@ -1,5 +1,7 @@
 #include "launcher/runtime/cpu/linear_im2col.h"
 
+#include "planner/parallel/kernel_workspace.h"
+
 #include <algorithm>
 
 namespace tensoropt::runtime::cpu {
@@ -48,8 +50,8 @@ bool is_pointwise(const Window& w) {
 }
 
 ImageSplit split_images(int64_t n, int threads) {
-  if (threads > 1 && n >= threads && (n % threads == 0 || n >= 4 * threads)) return {n, threads, 1};
-  return {n, 1, threads};
+  const planner::ImageParts p = planner::image_parts(n, threads);  // the planner costs the same split
+  return {n, p.parts, p.inner};
 }
 
 PartSums::PartSums(float* dw, int64_t size, int64_t parts, const StepContext& ctx) : dw_(dw), size_(size) {
