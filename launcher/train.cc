@@ -188,7 +188,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   m.peak = static_cast<double>(ms.peak_total);
   for (int k = 0; k < runtime::kMemoryKinds; ++k) m.at_peak[static_cast<size_t>(k)] = static_cast<double>(ms.at_peak[static_cast<size_t>(k)]);
   const ReportPair against = print_against_predicted(out, {predicted.time, predicted.memory}, predicted.breakdown, m);
-  out << "  (memory by kind: measured at the moment of the peak; the planner's workspace is the largest backward transient)\n";
+  out << "  (memory by kind at the peak: measured, and as the planner predicts the step's peak)\n";
   if (s.save) {
     runtime::save_checkpoint(*s.save, s.model, g, backend, weights, optimizer);
     out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";

@@ -229,7 +229,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     }
     out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU,\n"
            "   by kind at the moment of rank "
-        << top << "'s peak, the largest; the planner's workspace is the largest backward transient)\n";
+        << top << "'s peak, the largest, and as the planner predicts the step's peak)\n";
     if (s.report) {
       nlohmann::ordered_json report;
       report["model"] = {{"path", s.model}, {"batch", g.batch}};

@@ -297,6 +297,20 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       if (last > static_cast<int>(node) + 1) flights_.push_back({static_cast<int>(node), static_cast<int>(o), t, static_cast<int>(node) + 1, last});
     }
   }
+  // Regenerated outputs of ops that may recompute: made again at the first backward that reads one
+  // (a reader that keeps it, or the op's own), held until the op's backward.
+  for (size_t node = 0; node < g.nodes.size(); ++node) {
+    if (!vars_[node].may_recompute) continue;
+    const std::vector<int>& outs = g.nodes[node].outputs;
+    for (size_t o = 0; o < outs.size(); ++o) {
+      if (outs[o] < 0) continue;
+      int last = static_cast<int>(node);
+      for (const Link& l : links_)
+        if (l.from == static_cast<int>(node) && l.from_slot == static_cast<int>(o) && l.to_keeps && vars_[static_cast<size_t>(l.to)].kind == VarKind::Op)
+          last = std::max(last, vars_[static_cast<size_t>(l.to)].node);
+      flights_.push_back({static_cast<int>(node), static_cast<int>(o), outs[o], static_cast<int>(node), last + 1, true});
+    }
+  }
   param_flight_.assign(vars_.size(), -1);
   for (size_t i = 0; i < vars_.size(); ++i) {
     if (vars_[i].kind != VarKind::Parameter) continue;
@@ -760,24 +774,38 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
   for (size_t k = n; k-- > 1;) freed[k - 1] = freed[k] + held[k];
   // in_flight[k]: gradients accumulating for tensors made before k and read after it.
   std::vector<double> in_flight(n + 1, 0.0);
+  std::vector<double> regenerated(n + 1, 0.0);  // of in_flight, what is activations
   for (const Flight& f : flights_) {
     const double bytes = flight_bytes(f, config(f.var));
+    if (bytes == 0) continue;
     in_flight[static_cast<size_t>(f.first)] += bytes;
     in_flight[static_cast<size_t>(f.last)] -= bytes;
+    if (!f.regenerated) continue;
+    regenerated[static_cast<size_t>(f.first)] += bytes;
+    regenerated[static_cast<size_t>(f.last)] -= bytes;
   }
-  for (size_t k = 1; k <= n; ++k) in_flight[k] += in_flight[k - 1];
+  for (size_t k = 1; k <= n; ++k) {
+    in_flight[k] += in_flight[k - 1];
+    regenerated[k] += regenerated[k - 1];
+  }
   StepPeak peak{total, 0, 0};  // the end of forward: every activation held, nothing in flight
   auto candidate = [&](int pos, double transient) {
     if (transient <= 0 || pos < 0) return;
     const auto k = static_cast<size_t>(pos);
     const double over = transient + in_flight[k] - freed[k];
-    if (over > peak.workspace) peak = {total - freed[k], transient + in_flight[k], over};
+    if (over > peak.workspace) peak = {total - freed[k] + regenerated[k], transient + in_flight[k] - regenerated[k], over};
   };
   for (size_t i = 0; i < vars_.size(); ++i) {
-    // A ZeRO-2 parameter's own gradient is in its workspace already, not also in flight there.
-    const int own = param_flight_[i];
     const double w = workspace_[i][static_cast<size_t>(assignment[i])];
-    candidate(position_[i], own < 0 || w <= 0 ? w : w - flight_bytes(flights_[static_cast<size_t>(own)], assignment[i]));
+    if (vars_[i].kind != VarKind::Parameter || w <= 0) {
+      candidate(position_[i], w);
+      continue;
+    }
+    // A parameter's gradient is synchronised inside its first reader's backward, beside that op's
+    // gradients; a ZeRO-2 parameter's own gradient is in its workspace already, not also in flight.
+    const int own = param_flight_[i];
+    const double beside = workspace_[static_cast<size_t>(position_[i])][static_cast<size_t>(assignment[static_cast<size_t>(position_[i])])];
+    candidate(position_[i], w + beside - (own < 0 ? 0 : flight_bytes(flights_[static_cast<size_t>(own)], assignment[i])));
   }
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
@@ -796,6 +824,7 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
 double StrategySpace::flight_bytes(const Flight& f, int config) const {
   const Variable& v = vars_[static_cast<size_t>(f.var)];
   const VarConfig& c = v.configs[static_cast<size_t>(config)];
+  if (f.regenerated && !c.recompute) return 0;
   if (v.kind == VarKind::Op) return static_cast<double>(local_bytes(f.tensor, v.op_configs[static_cast<size_t>(c.op_config)].outputs[static_cast<size_t>(f.slot)]));
   if (c.zero < 2 || gradient_layout(c.layout) == c.layout) return 0;  // accumulated into the stored gradient
   const Tensor& t = graph_->tensors[static_cast<size_t>(f.tensor)];

@@ -223,8 +223,11 @@ class StrategySpace {
   // output's (var: the producer, slot: the output; first: the producer + 1, last: its last reader)
   // or, under ZeRO-2, a parameter's whole local gradient (slot -1; from its last reader to its first,
   // where it is reduce-scattered).
+  // Also a recomputing op's output, regenerated in backward for readers that keep it (regenerated:
+  // from the op to its last such reader, held as an activation).
   struct Flight {
     int var, slot, tensor, first, last;
+    bool regenerated = false;
   };
   std::vector<Flight> flights_;
   std::vector<int> param_flight_;  // per variable: its flight when a ZeRO-2 parameter has one, else -1
