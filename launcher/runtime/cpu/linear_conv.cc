@@ -162,8 +162,11 @@ void conv_backward(const GradCall& c) {
   const int64_t rows = d.cg * d.k;
   const ImageSplit split = split_images(d.n, c.ctx.threads);
   PartSums dws(dw, dw ? c.din[1]->numel() : 0, dw ? split.parts : 1, c.ctx);
+  // Every part's buffer before any runs: the peak does not depend on how the parts are scheduled.
+  std::vector<Array> cols(static_cast<size_t>(split.parts));
+  if (!d.pointwise) for (Array& col : cols) col = transient({rows, d.out}, c.ctx);
   for_parts(split, c.ctx.threads, [&](int64_t part, int64_t first, int64_t end) {
-    Array col = d.pointwise ? Array() : transient({rows, d.out}, c.ctx);
+    Array& col = cols[static_cast<size_t>(part)];
     for (int64_t n = first; n < end; ++n) {
       for (int64_t g = 0; g < d.g; ++g) {
         const float* dyg = dy + (n * d.m + g * d.mg) * d.out;
@@ -265,8 +268,10 @@ void conv_transpose_backward(const GradCall& c) {
   const int64_t rows = d.mg * d.k;
   const ImageSplit split = split_images(d.n, c.ctx.threads);
   PartSums dws(dw, dw ? c.din[1]->numel() : 0, dw ? split.parts : 1, c.ctx);
+  std::vector<Array> cols(static_cast<size_t>(split.parts));  // as in conv_backward
+  if (!d.pointwise) for (Array& col : cols) col = transient({rows, d.xpos}, c.ctx);
   for_parts(split, c.ctx.threads, [&](int64_t part, int64_t first, int64_t end) {
-    Array col = d.pointwise ? Array() : transient({rows, d.xpos}, c.ctx);
+    Array& col = cols[static_cast<size_t>(part)];
     for (int64_t n = first; n < end; ++n) {
       for (int64_t g = 0; g < d.g; ++g) {
         const float* src = dy + (n * d.m + g * d.mg) * d.ypos;
