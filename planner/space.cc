@@ -299,17 +299,21 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   }
   // Regenerated outputs of ops that may recompute: made again at the first backward that reads one
   // (a reader that keeps it, or the op's own), held until the op's backward.
+  std::vector<int> regenerated_flight(g.tensors.size(), -1);  // per tensor, one link pass below
   for (size_t node = 0; node < g.nodes.size(); ++node) {
     if (!vars_[node].may_recompute) continue;
     const std::vector<int>& outs = g.nodes[node].outputs;
     for (size_t o = 0; o < outs.size(); ++o) {
       if (outs[o] < 0) continue;
-      int last = static_cast<int>(node);
-      for (const Link& l : links_)
-        if (l.from == static_cast<int>(node) && l.from_slot == static_cast<int>(o) && l.to_keeps && vars_[static_cast<size_t>(l.to)].kind == VarKind::Op)
-          last = std::max(last, vars_[static_cast<size_t>(l.to)].node);
-      flights_.push_back({static_cast<int>(node), static_cast<int>(o), outs[o], static_cast<int>(node), last + 1, true});
+      regenerated_flight[static_cast<size_t>(outs[o])] = static_cast<int>(flights_.size());
+      flights_.push_back({static_cast<int>(node), static_cast<int>(o), outs[o], static_cast<int>(node), static_cast<int>(node) + 1, true});
     }
+  }
+  for (const Link& l : links_) {
+    const int f = l.from_slot < 0 ? -1 : regenerated_flight[static_cast<size_t>(l.tensor)];
+    if (f < 0 || !l.to_keeps || vars_[static_cast<size_t>(l.to)].kind != VarKind::Op) continue;
+    int& last = flights_[static_cast<size_t>(f)].last;
+    last = std::max(last, vars_[static_cast<size_t>(l.to)].node + 1);
   }
   param_flight_.assign(vars_.size(), -1);
   for (size_t i = 0; i < vars_.size(); ++i) {
