@@ -4,6 +4,7 @@
 #include <deque>
 #include <set>
 
+#include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
 #include "graph/error.h"
@@ -128,6 +129,21 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
   return r;
 }
 
+// Refuses an attribute whose type disagrees with the op's ONNX schema at the model's opset (a
+// BatchNormalization 'training_mode' given as a GRAPH, say), so no later reader meets it.
+void check_attribute_types(const onnx::NodeProto& np, int64_t opset, const std::string& where) {
+  if (!np.domain().empty() && np.domain() != "ai.onnx") return;  // other domains: the catalogue decides
+  const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(opset), "");
+  if (!schema) return;  // an op ONNX does not know: the catalogue refuses it by name
+  for (const auto& a : np.attribute()) {
+    auto it = schema->attributes().find(a.name());
+    if (it == schema->attributes().end() || it->second.type == a.type()) continue;
+    throw InputError(where + ": attribute '" + a.name() + "' has type " +
+                     onnx::AttributeProto::AttributeType_Name(a.type()) + ", but ONNX opset " + std::to_string(opset) +
+                     " declares " + onnx::AttributeProto::AttributeType_Name(it->second.type));
+  }
+}
+
 Tensor tensor_from_value_info(const onnx::ValueInfoProto& vi, const std::string& where) {
   Tensor t;
   t.name = vi.name();
@@ -219,7 +235,9 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
     node.op_type = np.op_type();
     node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
     node.name = np.name().empty() ? np.op_type() + ":" + (np.output_size() ? np.output(0) : std::to_string(i)) : np.name();
-    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, label + ": node '" + node.name + "'");
+    const std::string where = label + ": node '" + node.name + "' (" + node.op_type + ")";
+    check_attribute_types(np, g.opset, where);
+    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, where);
     for (const auto& in : np.input()) node.inputs.push_back(in.empty() ? -1 : g.find(in));
     for (const auto& o : np.output()) {
       if (o.empty()) {
