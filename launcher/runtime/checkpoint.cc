@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
@@ -14,17 +15,38 @@ namespace tensoropt::runtime {
 namespace {
 
 constexpr char kMagic[8] = {'T', 'O', 'P', 'T', 'O', 'P', 'T', '1'};
-constexpr int64_t kExternalAbove = int64_t{3} << 29;  // 1.5 GiB
+
+// A file written as FILE.part and renamed to FILE by commit(), so that an interrupted save leaves
+// no half file under the final name; bytes are appended as they come (a multi-GiB external data
+// file or optimizer state is never held whole in memory).
+class PartFile {
+ public:
+  explicit PartFile(std::string path) : path_(std::move(path)), f_(path_ + ".part", std::ios::binary | std::ios::trunc) {
+    if (!f_) throw InputError(path_ + ": cannot be written");
+  }
+  void append(const char* bytes, size_t n) {
+    f_.write(bytes, static_cast<std::streamsize>(n));
+    if (!f_) throw InputError(path_ + ": write failed (disk full?)");
+    size_ += n;
+  }
+  void append(const std::string& bytes) { append(bytes.data(), bytes.size()); }
+  size_t size() const { return size_; }
+  void commit() {
+    f_.close();
+    if (!f_) throw InputError(path_ + ": write failed (disk full?)");
+    std::filesystem::rename(path_ + ".part", path_);
+  }
+
+ private:
+  std::string path_;
+  std::ofstream f_;
+  size_t size_ = 0;
+};
 
 void write_file(const std::string& path, const std::string& bytes) {
-  std::string part = path + ".part";
-  {
-    std::ofstream f(part, std::ios::binary | std::ios::trunc);
-    if (!f) throw InputError(path + ": cannot be written");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw InputError(path + ": write failed");
-  }
-  std::filesystem::rename(part, path);
+  PartFile f(path);
+  f.append(bytes);
+  f.commit();
 }
 
 std::string host_bytes(const Array& a, Backend& b) {
@@ -38,7 +60,7 @@ int onnx_type(DType t) { return dtype_to_onnx(t); }
 }  // namespace
 
 void save_checkpoint(const std::string& path, const std::string& model_path, const Graph& g, Backend& backend,
-                     const std::map<int, Array>& weights, Optimizer& optimizer) {
+                     const std::map<int, Array>& weights, Optimizer& optimizer, int64_t external_above) {
   onnx::ModelProto model;
   if (!model.ParseFromString(read_model_file(model_path))) throw InputError(model_path + ": not an ONNX model");
   auto* gp = model.mutable_graph();
@@ -49,9 +71,10 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer) total += a.bytes();
   }
-  const bool external = total > kExternalAbove;
+  const bool external = total > external_above;
   const std::string data_name = std::filesystem::path(path).filename().string() + ".data";
-  std::string data;
+  std::optional<PartFile> data;
+  if (external) data.emplace((std::filesystem::path(path).parent_path() / data_name).string());
   for (const auto& [t, a] : weights) {
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
@@ -69,15 +92,15 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
         e->set_value(v);
       };
       kv("location", data_name);
-      kv("offset", std::to_string(data.size()));
+      kv("offset", std::to_string(data->size()));
       kv("length", std::to_string(bytes.size()));
-      data += bytes;
+      data->append(bytes);
     } else {
       init->set_raw_data(bytes);
     }
   }
   // A weight that was a typed graph input keeps its input entry: the initializer is its default.
-  if (external) write_file((std::filesystem::path(path).parent_path() / data_name).string(), data);
+  if (data) data->commit();
   write_file(path, model.SerializeAsString());
 
   nlohmann::ordered_json head;
@@ -87,23 +110,26 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
   head["momentum"] = s.momentum;
   head["weight_decay"] = s.weight_decay;
   head["step"] = optimizer.steps();
-  std::string body;
   nlohmann::ordered_json arrays = nlohmann::ordered_json::array();
+  int64_t offset = 0;
   for (auto& [t, slots] : optimizer.state()) {
     for (size_t k = 0; k < slots.size(); ++k) {
       arrays.push_back({{"tensor", g.tensors[static_cast<size_t>(t)].name}, {"slot", k}, {"shape", slots[k].shape()},
-                        {"offset", body.size()}});
-      body += host_bytes(slots[k], backend);
+                        {"offset", offset}});
+      offset += slots[k].bytes();
     }
   }
   head["arrays"] = arrays;
   std::string header = head.dump();
-  std::string out(kMagic, 8);
+  PartFile out(path + ".optim");
+  out.append(kMagic, 8);
   uint64_t len = header.size();
   out.append(reinterpret_cast<const char*>(&len), 8);
-  out += header;
-  out += body;
-  write_file(path + ".optim", out);
+  out.append(header);
+  for (auto& [t, slots] : optimizer.state()) {
+    for (const Array& a : slots) out.append(host_bytes(a, backend));
+  }
+  out.commit();
 }
 
 bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,
@@ -129,7 +155,17 @@ bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, 
       int64_t offset = 0;
       for (const auto& kv : init->external_data()) {
         if (kv.key() == "location") location = kv.value();
-        if (kv.key() == "offset") offset = std::stoll(kv.value());
+        if (kv.key() == "offset") {
+          size_t used = 0;
+          try {
+            offset = std::stoll(kv.value(), &used);
+          } catch (const std::exception&) {
+            used = 0;
+          }
+          if (used != kv.value().size() || offset < 0) {
+            throw InputError(path + ": external data offset '" + kv.value() + "' of '" + x.name + "' is not a byte offset");
+          }
+        }
       }
       std::ifstream f(std::filesystem::path(dir) / location, std::ios::binary);
       bytes.resize(static_cast<size_t>(a.bytes()));
@@ -154,25 +190,35 @@ bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, 
   } catch (const std::exception& e) {
     throw InputError(path + ".optim: bad header (" + e.what() + ")");
   }
-  const std::string want = std::string(optimizer_kind_name(optimizer.settings().kind));
-  if (head.value("optimizer", "") != want) {
-    throw InputError(path + ".optim: state of optimizer '" + head.value("optimizer", "") + "', this run uses '" + want + "'");
-  }
-  const size_t base = 16 + len;
-  for (auto& [t, slots] : optimizer.state()) {
-    const std::string& name = g.tensors[static_cast<size_t>(t)].name;
-    for (size_t k = 0; k < slots.size(); ++k) {
-      const nlohmann::json* entry = nullptr;
-      for (const auto& e : head["arrays"]) {
-        if (e.value("tensor", "") == name && e.value("slot", size_t{99}) == k) entry = &e;
-      }
-      if (!entry) throw InputError(path + ".optim: no state for '" + name + "' slot " + std::to_string(k));
-      size_t off = base + (*entry)["offset"].get<size_t>();
-      if (off + static_cast<size_t>(slots[k].bytes()) > all.size()) throw InputError(path + ".optim: truncated");
-      backend.write(slots[k], all.data() + off, slots[k].bytes());
+  try {
+    const std::string want = std::string(optimizer_kind_name(optimizer.settings().kind));
+    if (!head.is_object() || !head.contains("arrays") || !head["arrays"].is_array()) {
+      throw InputError(path + ".optim: bad header (no list of arrays)");
     }
+    if (head.value("optimizer", "") != want) {
+      throw InputError(path + ".optim: state of optimizer '" + head.value("optimizer", "") + "', this run uses '" + want + "'");
+    }
+    const size_t base = 16 + len;
+    for (auto& [t, slots] : optimizer.state()) {
+      const std::string& name = g.tensors[static_cast<size_t>(t)].name;
+      for (size_t k = 0; k < slots.size(); ++k) {
+        const nlohmann::json* entry = nullptr;
+        for (const auto& e : head["arrays"]) {
+          if (e.is_object() && e.value("tensor", "") == name && e.value("slot", size_t{99}) == k) entry = &e;
+        }
+        if (!entry) throw InputError(path + ".optim: no state for '" + name + "' slot " + std::to_string(k));
+        const auto& at = entry->contains("offset") ? (*entry)["offset"] : nlohmann::json();
+        if (!at.is_number_unsigned()) throw InputError(path + ".optim: bad offset for '" + name + "'");
+        const size_t off = at.get<size_t>();
+        const size_t bytes = static_cast<size_t>(slots[k].bytes());
+        if (off > all.size() - base || bytes > all.size() - base - off) throw InputError(path + ".optim: truncated");
+        backend.write(slots[k], all.data() + base + off, slots[k].bytes());
+      }
+    }
+    optimizer.set_steps(head.value("step", int64_t{0}));
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ".optim: bad header (" + e.what() + ")");
   }
-  optimizer.set_steps(head.value("step", int64_t{0}));
   return true;
 }
 

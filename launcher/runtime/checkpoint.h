@@ -24,8 +24,13 @@
 
 namespace tensoropt::runtime {
 
+// Weights above this many bytes in all go to FILE.onnx.data (1.5 GiB: protobuf refuses a message of
+// 2 GiB, and the rest of the model needs room).
+constexpr int64_t kExternalDataAbove = int64_t{3} << 29;
+
 void save_checkpoint(const std::string& path, const std::string& model_path, const Graph& g, Backend& backend,
-                     const std::map<int, Array>& weights, Optimizer& optimizer);
+                     const std::map<int, Array>& weights, Optimizer& optimizer,
+                     int64_t external_above = kExternalDataAbove);
 
 // Returns whether optimizer state was found (FILE.onnx.optim).
 bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,

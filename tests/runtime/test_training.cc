@@ -214,9 +214,16 @@ TEST_CASE("weights: a weightless export is initialised as PyTorch initialises it
 }
 
 TEST_CASE("training: save after three steps and resume continues bit for bit as six steps") {
-  for (const auto& [name, bf16] : {std::pair{"cnn_bn", false}, std::pair{"gpt", false}, std::pair{"gpt", true}}) {
+  struct Case {
+    const char* name;
+    bool bf16;
+    bool external;  // weights in FILE.onnx.data, as a model past kExternalDataAbove writes them
+  };
+  for (const auto& [name, bf16, external] : {Case{"cnn_bn", false, false}, Case{"gpt", false, false}, Case{"gpt", true, false},
+                                             Case{"cnn_bn", false, true}, Case{"gpt", false, true}}) {
     CAPTURE(std::string(name));
     CAPTURE(bf16);
+    CAPTURE(external);
     Session straight(name, "adam", {}, bf16);
     for (int k = 0; k < 6; ++k) straight.step();
     auto dir = std::filesystem::temp_directory_path() / ("tensoropt_ckpt_" + std::to_string(::getpid()));
@@ -225,11 +232,28 @@ TEST_CASE("training: save after three steps and resume continues bit for bit as 
     {
       Session first(name, "adam", {}, bf16);
       for (int k = 0; k < 3; ++k) first.step();
-      save_checkpoint(path, first.g.source_path, first.g, first.backend, first.state.arrays, *first.opt);
+      save_checkpoint(path, first.g.source_path, first.g, first.backend, first.state.arrays, *first.opt,
+                      external ? 0 : kExternalDataAbove);
     }
+    CHECK(std::filesystem::exists(path + ".data") == external);
+    CHECK_FALSE(std::filesystem::exists(path + ".part"));
+
     Session resumed(name, "adam", {}, bf16);
     CHECK(load_checkpoint(path, resumed.g, resumed.backend, resumed.state.arrays, *resumed.opt));
     CHECK(resumed.opt->steps() == 3);
+    {
+      // The saved file is a model in its own right: loaded as one, every weight comes from it
+      // (from the .data file when external) and equals the checkpoint's.
+      Graph saved = import_onnx_file(path, {.batch = 4});
+      LoadedState st = load_state(saved, path, resumed.backend, 0);
+      CHECK(st.initialised.empty());
+      for (const auto& [t, a] : resumed.state.arrays) {
+        const Tensor& x = resumed.g.tensors[static_cast<size_t>(t)];
+        if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
+        const Array& b = st.arrays.at(saved.find(x.name));
+        CHECK_MESSAGE(std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.bytes())) == 0, x.name);
+      }
+    }
     for (int k = 0; k < 3; ++k) resumed.step();
     for (const auto& [t, a] : straight.state.arrays) {
       if (a.dtype() != DType::F32) continue;
