@@ -83,4 +83,18 @@ void Communicator::all_to_all(const void* in, void* out, int64_t count, DType dt
   all_to_all_v(in, counts, out, counts, dtype, group);
 }
 
+namespace {
+
+class Finished final : public Pending {
+ public:
+  void wait() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Pending> Communicator::all_reduce_async(void* buf, int64_t count, DType dtype, const Group& group) {
+  all_reduce(buf, count, dtype, group);
+  return std::make_unique<Finished>();
+}
+
 }  // namespace tensoropt::comm

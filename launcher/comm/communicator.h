@@ -30,12 +30,25 @@
 //     none, a root outside the group.
 //   InputError (graph/error.h): a malformed rendezvous spec or option (implementations' factories).
 //
-// Thread-safety: none. One thread at a time issues collectives on a communicator; it blocks until
-// its own part of the collective is done (the buffers may be reused when the call returns).
+// Asynchronous all-reduce (all_reduce_async): starts the sum and returns a Pending at once, so a
+// backward pass goes on while a gradient bucket is summed (as DDP overlaps them). Async
+// collectives run one after another in the order they were started, beside the blocking ones and
+// not ordered with them; every member starts the same async collectives in the same order. The
+// buffer is the collective's until Pending::wait returns: neither read nor written before. A
+// failure is thrown by wait (CommError) and leaves the communicator unusable, as a blocking one
+// does. A Pending destroyed without wait waits for its collective first (errors dropped), so its
+// buffer is never written after its owner is gone. The base class runs the sum at once (blocking)
+// and returns a finished Pending; an implementation overlaps where its transport allows (Gloo: a
+// thread of its own; NCCL: a stream of its own).
+//
+// Thread-safety: none. One thread at a time issues collectives on a communicator, and waits its
+// Pendings; a blocking call returns when its own part of the collective is done (the buffers may
+// be reused then).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -80,6 +93,15 @@ class CommError : public std::runtime_error {
   int rank_;
 };
 
+// An asynchronous collective in flight (all_reduce_async).
+class Pending {
+ public:
+  virtual ~Pending() = default;
+  // Returns once the collective is done on this member (its buffer then holds the result);
+  // throws CommError when it failed. Later calls return at once (or throw the same error).
+  virtual void wait() = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -91,6 +113,8 @@ class Communicator {
 
   // buf[count] <- the element-wise sum of every member's buf[count].
   virtual void all_reduce(void* buf, int64_t count, DType dtype, const Group& group) = 0;
+  // The same sum, started now and done when the Pending's wait returns (see above).
+  virtual std::unique_ptr<Pending> all_reduce_async(void* buf, int64_t count, DType dtype, const Group& group);
 
   // out[sum(counts)] <- the concatenation of every member's in, in group order; member i
   // contributes in[counts[i]]. `in` and `out` do not overlap.

@@ -18,6 +18,11 @@
 #include <signal.h>
 
 #include <charconv>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -116,6 +121,112 @@ struct GroupContext {
   uint32_t tag = 0;                        // one per collective, in call order
 };
 
+// The async lane's view of one all_reduce_async: done and its error, shared by the lane (which
+// sets them) and the Pending (which waits on them), so neither outlives what it needs.
+struct AsyncState {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::string error;  // non-empty: the collective failed
+  Group group;
+  int rank = 0;
+};
+
+void finish(AsyncState& st, std::string error) {
+  {
+    std::lock_guard<std::mutex> lock(st.m);
+    st.done = true;
+    st.error = std::move(error);
+  }
+  st.cv.notify_all();
+}
+
+class AsyncPending final : public Pending {
+ public:
+  explicit AsyncPending(std::shared_ptr<AsyncState> st) : st_(std::move(st)) {}
+  ~AsyncPending() override { block(); }
+  void wait() override {
+    block();
+    if (!st_->error.empty()) throw CommError("all_reduce", st_->group, st_->rank, st_->error);
+  }
+
+ private:
+  void block() {
+    std::unique_lock<std::mutex> lock(st_->m);
+    st_->cv.wait(lock, [&] { return st_->done; });
+  }
+  std::shared_ptr<AsyncState> st_;
+};
+
+// One thread that runs the async collectives in the order they were started. A job that fails
+// makes every later one fail at once (the lane's connections may be broken mid-message), and
+// leaves `failed()` set for the communicator to refuse its blocking calls too.
+class AsyncLane {
+ public:
+  AsyncLane() : thread_([this] { loop(); }) {}
+  ~AsyncLane() {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void start(std::function<void()> run, std::shared_ptr<AsyncState> st) {
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      jobs_.push_back({std::move(run), std::move(st)});
+    }
+    cv_.notify_all();
+  }
+  std::string failed() {
+    std::lock_guard<std::mutex> lock(m_);
+    return failed_;
+  }
+
+ private:
+  struct Job {
+    std::function<void()> run;
+    std::shared_ptr<AsyncState> state;
+  };
+  void loop() {
+    for (;;) {
+      Job job;
+      std::string earlier;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stopping, nothing left
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+        if (stop_) earlier = "the communicator was destroyed";
+        else if (!failed_.empty()) earlier = "an earlier asynchronous collective failed: " + failed_;
+      }
+      if (!earlier.empty()) {
+        finish(*job.state, earlier);
+        continue;
+      }
+      std::string error;
+      try {
+        job.run();
+      } catch (const std::exception& e) {
+        error = e.what();
+        std::lock_guard<std::mutex> lock(m_);
+        failed_ = error;
+      }
+      job.run = nullptr;  // drops the job's context before the waiter may go on
+      finish(*job.state, error);
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::string failed_;
+  std::thread thread_;  // last: starts after the members it reads are made
+};
+
 class GlooCommunicator final : public Communicator {
  public:
   explicit GlooCommunicator(const GlooOptions& o) : options_(o) {
@@ -131,8 +242,11 @@ class GlooCommunicator final : public Communicator {
     } catch (const std::exception& e) {
       throw CommError("rendezvous", world, o.rank, e.what());
     }
-    context(world, "rendezvous");
+    context(world, "rendezvous", contexts_);
   }
+  // The lane stops (after its running collective, bounded by the timeout) before the contexts and
+  // the device it uses go.
+  ~GlooCommunicator() override { lane_.reset(); }
 
   std::string_view backend() const override { return "gloo"; }
   int rank() const override { return options_.rank; }
@@ -145,12 +259,41 @@ class GlooCommunicator final : public Communicator {
     run("all_reduce", group, [&](GroupContext& g) {
       if (!g.context || count == 0) return;
       switch (dtype) {
-        case DType::F32: gloo_all_reduce(g, static_cast<float*>(buf), count, fn); break;
-        case DType::F64: gloo_all_reduce(g, static_cast<double*>(buf), count, fn); break;
-        case DType::I32: gloo_all_reduce(g, static_cast<int32_t*>(buf), count, fn); break;
-        default: gloo_all_reduce(g, static_cast<int64_t*>(buf), count, fn); break;  // I64 (sum_fn checked)
+        case DType::F32: gloo_all_reduce(g.context, g.tag, static_cast<float*>(buf), count, fn); break;
+        case DType::F64: gloo_all_reduce(g.context, g.tag, static_cast<double*>(buf), count, fn); break;
+        case DType::I32: gloo_all_reduce(g.context, g.tag, static_cast<int32_t*>(buf), count, fn); break;
+        default: gloo_all_reduce(g.context, g.tag, static_cast<int64_t*>(buf), count, fn); break;  // I64 (sum_fn checked)
       }
     });
+  }
+
+  std::unique_ptr<Pending> all_reduce_async(void* buf, int64_t count, DType dtype, const Group& group) override {
+    const AddFn fn = sum_fn(dtype, "all_reduce");
+    check_count(count, "all_reduce");
+    refuse_after_failure("all_reduce", group);
+    check_group(group, "all_reduce");
+    auto st = std::make_shared<AsyncState>();
+    st->group = group;
+    st->rank = rank();
+    // The lane's own context for the group: made here, on the calling thread, where every member
+    // makes it at the same point of the same call sequence (the store is used by one thread only).
+    GroupContext& g = context(group, "all_reduce", lane_contexts_, "a");
+    if (!g.context || count == 0) {
+      finish(*st, "");
+      return std::make_unique<AsyncPending>(st);
+    }
+    if (!lane_) lane_ = std::make_unique<AsyncLane>();
+    std::shared_ptr<gloo::Context> ctx = g.context;
+    const uint32_t tag = g.tag++;
+    lane_->start([this, ctx, tag, buf, count, dtype, fn] {
+      switch (dtype) {
+        case DType::F32: gloo_all_reduce(ctx, tag, static_cast<float*>(buf), count, fn); break;
+        case DType::F64: gloo_all_reduce(ctx, tag, static_cast<double*>(buf), count, fn); break;
+        case DType::I32: gloo_all_reduce(ctx, tag, static_cast<int32_t*>(buf), count, fn); break;
+        default: gloo_all_reduce(ctx, tag, static_cast<int64_t*>(buf), count, fn); break;
+      }
+    }, st);
+    return std::make_unique<AsyncPending>(st);
   }
 
   void all_gather_v(const void* in, void* out, const std::vector<int64_t>& counts, DType dtype,
@@ -262,11 +405,11 @@ class GlooCommunicator final : public Communicator {
   rdv::Store& job_store() { return job_store_ ? *job_store_ : *store_; }
 
   template <typename T>
-  void gloo_all_reduce(GroupContext& g, T* buf, int64_t count, AddFn fn) {
-    gloo::AllreduceOptions opts(g.context);
+  void gloo_all_reduce(const std::shared_ptr<gloo::Context>& context, uint32_t tag, T* buf, int64_t count, AddFn fn) const {
+    gloo::AllreduceOptions opts(context);
     opts.setOutput(buf, static_cast<size_t>(count));
     opts.setReduceFunction(fn);
-    opts.setTag(g.tag);
+    opts.setTag(tag);
     opts.setTimeout(options_.timeout);
     gloo::allreduce(opts);
   }
@@ -307,15 +450,17 @@ class GlooCommunicator final : public Communicator {
       throw InternalError(std::string(what) + ": rank " + std::to_string(rank()) + " is not in group " + g.str());
   }
 
-  // The group's context, made and cached on first use: its members meet in the store under the
-  // group's key. Throws CommError (`what` over the group) when they do not.
-  GroupContext& context(const Group& g, const char* what) {
-    auto it = contexts_.find(g.ranks);
-    if (it != contexts_.end()) return it->second;
+  // The group's context in `cache` (the blocking calls' or the async lane's), made on first use:
+  // its members meet in the store under the group's key after `lane` ("" or "a"). Throws CommError
+  // (`what` over the group) when they do not.
+  GroupContext& context(const Group& g, const char* what, std::map<std::vector<int>, GroupContext>& cache,
+                        const char* lane = "") {
+    auto it = cache.find(g.ranks);
+    if (it != cache.end()) return it->second;
     GroupContext gc;
     if (g.size() > 1) {
       try {
-        rdv::PrefixStore prefixed(group_key(g), job_store());
+        rdv::PrefixStore prefixed(std::string(lane) + group_key(g), job_store());
         TimeoutStore store(prefixed, options_.timeout);
         auto ctx = std::make_shared<rdv::Context>(g.index_of(rank()), g.size());
         ctx->setTimeout(options_.timeout);
@@ -325,17 +470,30 @@ class GlooCommunicator final : public Communicator {
         fail(what, g, e.what());
       }
     }
-    return contexts_.emplace(g.ranks, std::move(gc)).first->second;
+    return cache.emplace(g.ranks, std::move(gc)).first->second;
+  }
+
+  void refuse_after_failure(const char* what, const Group& group) {
+    if (failed_.empty() && lane_) {
+      const std::string lane = lane_->failed();
+      if (!lane.empty()) {
+        // As fail() after a blocking call's error: close the connections so the peers fail fast too.
+        failed_ = "an asynchronous all_reduce: " + lane;
+        contexts_.clear();
+        lane_contexts_.clear();
+      }
+    }
+    if (!failed_.empty())
+      throw CommError(what, group, rank(), "the communicator is unusable after an earlier error: " + failed_);
   }
 
   // Runs one collective on the group's context; every failure becomes a CommError, after which
   // this communicator is unusable and its connections are closed (so the peers fail fast too).
   template <typename Fn>
   void run(const char* what, const Group& group, Fn&& fn) {
-    if (!failed_.empty())
-      throw CommError(what, group, rank(), "the communicator is unusable after an earlier error: " + failed_);
+    refuse_after_failure(what, group);
     check_group(group, what);
-    GroupContext& g = context(group, what);
+    GroupContext& g = context(group, what, contexts_);
     try {
       fn(g);
       ++g.tag;
@@ -349,6 +507,7 @@ class GlooCommunicator final : public Communicator {
   [[noreturn]] void fail(const char* what, const Group& group, const std::string& cause) {
     failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
     contexts_.clear();
+    lane_contexts_.clear();
     throw CommError(what, group, rank(), cause);
   }
 
@@ -382,6 +541,8 @@ class GlooCommunicator final : public Communicator {
   std::unique_ptr<rdv::Store> job_store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::map<std::vector<int>, GroupContext> contexts_;
+  std::map<std::vector<int>, GroupContext> lane_contexts_;  // the async lane's, one per group
+  std::unique_ptr<AsyncLane> lane_;                         // started by the first async collective
   std::vector<uint8_t> scratch_;
   std::string failed_;
 };

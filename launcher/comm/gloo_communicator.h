@@ -22,6 +22,11 @@
 // every member's piece, then a local sum (the same bytes as a ring, in one round). Gloo's
 // halving-doubling copies between overlapping ranges for some uneven counts, hence the limits.
 //
+// Async all-reduce (all_reduce_async): run by one thread of the communicator's own, started by
+// the first such call, in call order, each on a second context of its group (members meet under
+// "a" + the group's key, made on the calling thread when the group is first used asynchronously),
+// so the lane never shares tags or connections with the blocking calls that go on beside it.
+//
 // Timeouts: `timeout` bounds every wait: each store wait of the rendezvous (which Gloo polls with
 // one-second granularity, so a rendezvous fails between timeout and timeout + 1 s), each connect
 // and each collective end to end. Errors: as communicator.h; the constructor throws CommError

@@ -323,11 +323,13 @@ void ShardedExecutor::synchronise(int t) {
     return;
   }
   // Data parallelism: the parameter's bucket is all-reduced, in place, once all of it is complete.
+  // The sum runs beside the rest of the backward (the communicator's async lane, in the order the
+  // buckets complete, the same on every worker); train_step waits for every bucket at its end.
   Bucket& b = buckets_[static_cast<size_t>(bucket_of_.at(t))];
   if (++b.done < static_cast<int>(b.params.size())) return;
   for (int axis : b.axes) {
     const comm::Group group{sh_.where.mesh->group(sh_.where.rank, axis)};
-    sh_.where.comm->all_reduce(b.buffer.raw(), b.buffer.numel(), b.buffer.dtype(), group);
+    in_flight_.push_back(sh_.where.comm->all_reduce_async(b.buffer.raw(), b.buffer.numel(), b.buffer.dtype(), group));
   }
 }
 
@@ -341,6 +343,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   rerun_.assign(g_.nodes.size(), false);
   // Gradients accumulate in gradient_layout(storage): in their bucket, or under ZeRO-2 in a
   // transient buffer that lives from the first contribution to the reduce-scatter onto the chunk.
+  in_flight_.clear();  // a step that threw left them: each waits for its collective as it goes
   for (Bucket& b : buckets_) {
     backend_.fill(b.buffer, 0.0);
     b.done = 0;
@@ -493,6 +496,9 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   // Parameters no backward reached (their gradient is zero) are synchronised last, in a fixed order.
   for (int t : plan_.roots)
     if (plan_.gradient_done[static_cast<size_t>(t)] < 0) synchronise(t);
+  std::vector<std::unique_ptr<comm::Pending>> buckets = std::move(in_flight_);
+  in_flight_.clear();
+  for (auto& p : buckets) p->wait();
   return loss;
 }
 

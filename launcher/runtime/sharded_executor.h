@@ -40,7 +40,9 @@
 // worker's backward reaches them: under ZeRO-2 one reduce-scatter per parameter; otherwise in
 // buckets of at most planner::kGradientBucketBytes (parameters all-reduced over the same mesh axes,
 // in completion order, their gradients views into the bucket), one in-place all-reduce per bucket
-// and axis once the bucket's last gradient is complete, as DDP does and the planner costs.
+// and axis once the bucket's last gradient is complete, as DDP does and the planner costs. A bucket's
+// all-reduce is started asynchronously (Communicator::all_reduce_async) and runs beside the rest of
+// the backward, as DDP overlaps it; train_step returns once every bucket is summed.
 //
 // Not yet: bf16. Not thread-safe.
 #pragma once
@@ -154,6 +156,7 @@ class ShardedExecutor final : public GradientSource {
     int done = 0;             // gradients complete this step
   };
   std::vector<Bucket> buckets_;
+  std::vector<std::unique_ptr<comm::Pending>> in_flight_;  // bucket all-reduces of this step, in order
   std::map<int, int> bucket_of_;  // parameter -> its bucket
   std::map<int, Array> optimizer_weights_;         // parameters: the local shard or its ZeRO-2 chunk
   // ZeRO-2: the parameter's local shard as one flat tensor, and where this worker's chunk lies.
