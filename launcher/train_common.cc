@@ -76,10 +76,24 @@ ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predi
     out << buf;
   };
   row("time/step", predicted.time, measured.time, false);
-  row("peak memory", predicted.memory, measured.peak, true);
   ReportPair r;
   r.predicted = {{"time_s", predicted.time}, {"memory_bytes", predicted.memory}};
   r.measured = {{"time_s", measured.time}, {"peak_memory_bytes", measured.peak}};
+  if (measured.collectives >= 0) {
+    double comm = 0;
+    for (int t = static_cast<int>(planner::Term::CommFirst); t <= static_cast<int>(planner::Term::CommLast); ++t)
+      comm += breakdown[static_cast<planner::Term>(t)];
+    row("collectives", comm, measured.collectives, false);
+    const double ps = predicted.time > 0 ? comm / predicted.time : 0, ms = measured.time > 0 ? measured.collectives / measured.time : 0;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "    %-15s %10.1f%% %10.1f%%\n", "share of step", 100 * ps, 100 * ms);
+    out << buf;
+    r.predicted["collectives_s"] = comm;
+    r.predicted["collectives_share"] = ps;
+    r.measured["collectives_s"] = measured.collectives;
+    r.measured["collectives_share"] = ms;
+  }
+  row("peak memory", predicted.memory, measured.peak, true);
   nlohmann::ordered_json pk, mk;
   for (const KindPair& k : kKinds) {
     const double p = breakdown[k.predicted], m = measured.at_peak[static_cast<size_t>(k.measured)];

@@ -29,10 +29,15 @@ std::string step_line(int64_t step, double loss, double seconds, int64_t batch, 
 // memory kind's bytes at the moment of that peak (MemoryStats::at_peak).
 struct Measured {
   double time = 0, peak = 0;
+  // Seconds a step spent blocked in collectives (the most of any worker's median); negative when
+  // the run has no communicator (one device): then no collectives row.
+  double collectives = -1;
   std::array<double, runtime::kMemoryKinds> at_peak{};
 };
 
-// Prints "predicted / measured / measured/predicted" rows: time per step, peak memory, then the
+// Prints "predicted / measured / measured/predicted" rows: time per step, the collectives (the
+// plan's communication terms, which add up without overlap, against the time blocked in them,
+// and each as a share of its step) when measured, peak memory, then the
 // memory kinds (parameters, gradients, optimizer state, activations, data inputs, buffers,
 // transients against the planner's workspace term). Returns the report's "predicted" and
 // "measured" objects (time, peak, memory by kind; docs/runtime.md "--report JSON").

@@ -21,6 +21,7 @@
 #include "graph/error.h"
 #include "graph/import.h"
 #include "launcher/comm/gloo_communicator.h"
+#include "launcher/comm/timed_communicator.h"
 #include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/data.h"
@@ -120,9 +121,12 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   go.size = place.world;
   go.rendezvous = place.rendezvous;
   if (place.local) go.hostname = "127.0.0.1";
-  auto communicator = comm::make_gloo_communicator(go);
+  auto gloo = comm::make_gloo_communicator(go);
+  // Every collective goes through the clock: the time a step spends blocked in them is reported.
+  comm::TimedCommunicator timed(*gloo);
+  comm::Communicator* communicator = &timed;
   runtime::cpu::CpuBackend backend(threads);
-  const runtime::Sharding sh = runtime::sharding_of(space, assignment, runtime::MeshContext{&space.mesh(), place.rank, communicator.get()});
+  const runtime::Sharding sh = runtime::sharding_of(space, assignment, runtime::MeshContext{&space.mesh(), place.rank, communicator});
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
   // A checkpoint is the whole model (whatever strategy wrote it): read it whole, then shard it.
   std::map<int, std::vector<runtime::Array>> resumed_state;
@@ -166,26 +170,32 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     }
   }
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  std::vector<double> times;
+  std::vector<double> times, blocked;
   runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
   const int64_t first = optimizer.steps() + 1;
   for (int64_t step = first; step < first + s.steps; ++step) {
     runtime::Batch batch = data->next(step);
     ctx.step = step;
     const auto t0 = std::chrono::steady_clock::now();
+    const double blocked0 = timed.blocked_seconds();
     const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
     optimizer.step(ex);
     ex.after_optimizer_step();
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     times.push_back(dt);
+    blocked.push_back(timed.blocked_seconds() - blocked0);
     const runtime::MemoryStats ms = backend.allocator().stats();
     if (lead) {
       out << step_line(step, loss, dt, g.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
       steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt}});
     }
   }
-  std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
-  std::sort(steady.begin(), steady.end());
+  // Medians of the steps after the first (which makes the communicator's contexts and warms up).
+  auto steady_median = [](const std::vector<double>& v) {
+    std::vector<double> later(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end());
+    std::sort(later.begin(), later.end());
+    return later[later.size() / 2];
+  };
   if (s.save) {
     // Every worker takes part in gathering the whole model; worker 0 writes it.
     std::map<int, std::vector<runtime::Array>> state;
@@ -199,26 +209,29 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     communicator->barrier(communicator->world());
     if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
   }
-  // Every rank's median step time, peak memory and memory by kind at its peak, gathered on every rank.
-  constexpr size_t kEach = 2 + runtime::kMemoryKinds;
+  // Every rank's median step time, peak memory, median time blocked in collectives and memory by
+  // kind at its peak, gathered on every rank.
+  constexpr size_t kEach = 3 + runtime::kMemoryKinds;
   const runtime::MemoryStats ms = backend.allocator().stats();
-  std::array<double, kEach> mine{steady[steady.size() / 2], static_cast<double>(ms.peak_total)};
-  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[2 + k] = static_cast<double>(ms.at_peak[k]);
+  std::array<double, kEach> mine{steady_median(times), static_cast<double>(ms.peak_total), steady_median(blocked)};
+  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[3 + k] = static_cast<double>(ms.at_peak[k]);
   std::vector<double> all(kEach * static_cast<size_t>(place.world));
   communicator->all_gather(mine.data(), all.data(), kEach, DType::F64, communicator->world());
   if (lead) {
     // The table's memory rows are the rank with the largest peak; its time row the slowest rank.
     Measured worst;
+    worst.collectives = 0;
     size_t top = 0;
     nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
     for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
       const double* f = all.data() + kEach * r;
       worst.time = std::max(worst.time, f[0]);
+      worst.collectives = std::max(worst.collectives, f[2]);
       if (f[1] > all[kEach * top + 1]) top = r;
-      ranks.push_back({{"rank", r}, {"time_s", f[0]}, {"peak_memory_bytes", f[1]}});
+      ranks.push_back({{"rank", r}, {"time_s", f[0]}, {"peak_memory_bytes", f[1]}, {"collectives_s", f[2]}});
     }
     worst.peak = all[kEach * top + 1];
-    for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 2 + k];
+    for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 3 + k];
     ReportPair against = print_against_predicted(out, predicted, space.breakdown_at_peak(assignment), worst);
     for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
       char buf[160];

@@ -99,7 +99,20 @@ TEST_CASE("run --gpus 2 and 4 on this machine: plans, launches the workers, trai
     CHECK(has(r.out, "workers  " + std::to_string(gpus)));
     CHECK(has(r.out, "rank " + std::to_string(gpus - 1)));
     same_losses(losses(report), want);
-    CHECK(nlohmann::json::parse(slurp(report))["measured"]["ranks"].size() == static_cast<size_t>(gpus));
+    const nlohmann::json doc = nlohmann::json::parse(slurp(report));
+    CHECK(doc["measured"]["ranks"].size() == static_cast<size_t>(gpus));
+    // The collectives' share: the plan's communication against the time blocked in collectives
+    // (a data-parallel step all-reduces its gradients at least; blocked time is within the step).
+    CHECK(has(r.out, "collectives"));
+    CHECK(has(r.out, "share of step"));
+    CHECK(doc["predicted"]["collectives_s"].get<double>() > 0);
+    double most = 0;
+    for (const auto& rank : doc["measured"]["ranks"]) {
+      CHECK(rank["collectives_s"].get<double>() > 0);
+      CHECK(rank["collectives_s"].get<double>() <= rank["time_s"].get<double>());
+      most = std::max(most, rank["collectives_s"].get<double>());
+    }
+    CHECK(doc["measured"]["collectives_s"].get<double>() == most);
     memory_as_predicted(report);
   }
 }
