@@ -6,6 +6,7 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/config.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -17,6 +18,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <charconv>
 #include <condition_variable>
 #include <deque>
@@ -111,15 +113,42 @@ using AddFn = void (*)(void*, const void*, const void*, size_t);
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
 
-// Reduce-scatters run direct_reduce_scatter (one alltoallv and a local sum) at every size. Gloo's
-// halving-doubling algorithm, cached per (dtype, counts), was 2-4x faster below 1 MiB in
-// isolation, but its buffers, registered on the same TCP pairs, stalled the unbound-buffer
-// collectives that followed: a 7 MiB all-gather took 0.4-4 s, both sides idle, progressing once
-// per 10 ms transport-loop timeout (GPT-2 small on 2 workers: 208 s a step with it, 27 s without).
 struct GroupContext {
   std::shared_ptr<gloo::Context> context;  // null for a group of one
   uint32_t tag = 0;                        // one per collective, in call order
 };
+
+// Reduce-scatters of at most this many input bytes, with equal counts over a power-of-two group,
+// run Gloo's halving-doubling algorithm, built once per (dtype, counts) on a scratch copy of the
+// input and cached (its buffers are registered with the peers, so a run needs no handshake: 2-4x
+// faster than alltoallv on small inputs). It runs on a context of its own per group: on the
+// blocking calls' connections its registered buffers stalled the unbound-buffer collectives that
+// followed (a 7 MiB all-gather took 0.4-4 s, both sides idle; GPT-2 small on 2 workers: 208 s a
+// step, 27 s without). Larger inputs run direct_reduce_scatter, as fast there and without the
+// scratch; so do uneven counts and other group sizes, for which Gloo's final local copy may
+// memcpy between overlapping ranges (ASan showed it for counts {2,5}).
+constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
+constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~32 MiB of scratch
+
+struct HalvingDoubling {
+  std::vector<uint8_t> scratch;  // the algorithm reduces in place here
+  std::unique_ptr<gloo::Algorithm> algorithm;
+};
+// Every member builds the same entries in the same order (the same calls), so the Gloo slots that
+// building takes agree across members.
+using HalvingDoublingCache = std::map<std::pair<DType, std::vector<int64_t>>, HalvingDoubling>;
+
+template <typename T>
+std::unique_ptr<gloo::Algorithm> make_halving_doubling(const std::shared_ptr<gloo::Context>& ctx, uint8_t* scratch,
+                                                       const std::vector<int64_t>& counts) {
+  std::vector<int> recv;
+  int all = 0;
+  for (int64_t c : counts) {
+    recv.push_back(static_cast<int>(c));
+    all += static_cast<int>(c);
+  }
+  return std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(ctx, std::vector<T*>{reinterpret_cast<T*>(scratch)}, all, recv);
+}
 
 // The async lane's view of one all_reduce_async: done and its error, shared by the lane (which
 // sets them) and the Pending (which waits on them), so neither outlives what it needs.
@@ -327,8 +356,14 @@ class GlooCommunicator final : public Communicator {
         if (counts[0] > 0) std::memmove(out, in, static_cast<size_t>(counts[0] * esize(dtype)));
         return;
       }
-      if (total(counts) == 0) return;
-      direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
+      const int64_t bytes = total(counts) * esize(dtype);
+      const int n = group.size();
+      const bool even = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
+      if (bytes == 0) return;
+      if (bytes <= kHalvingDoublingMaxBytes && even && (n & (n - 1)) == 0)
+        halving_doubling_reduce_scatter(group, in, out, counts, dtype);
+      else
+        direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
     });
   }
 
@@ -481,6 +516,8 @@ class GlooCommunicator final : public Communicator {
         failed_ = "an asynchronous all_reduce: " + lane;
         contexts_.clear();
         lane_contexts_.clear();
+        hd_cache_.clear();
+        hd_contexts_.clear();
       }
     }
     if (!failed_.empty())
@@ -508,7 +545,36 @@ class GlooCommunicator final : public Communicator {
     failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
     contexts_.clear();
     lane_contexts_.clear();
+    hd_cache_.clear();
+    hd_contexts_.clear();
     throw CommError(what, group, rank(), cause);
+  }
+
+  void halving_doubling_reduce_scatter(const Group& group, const void* in, void* out, const std::vector<int64_t>& counts,
+                                       DType dtype) {
+    const std::shared_ptr<gloo::Context> ctx = context(group, "reduce_scatter", hd_contexts_, "h").context;
+    HalvingDoublingCache& cache = hd_cache_[group.ranks];
+    const int64_t es = esize(dtype);
+    const auto bytes = static_cast<size_t>(total(counts) * es);
+    auto key = std::make_pair(dtype, counts);
+    auto it = cache.find(key);
+    if (it == cache.end()) {
+      if (cache.size() >= kHalvingDoublingCacheEntries) cache.clear();
+      HalvingDoubling h;
+      h.scratch.resize(bytes);
+      switch (dtype) {
+        case DType::F32: h.algorithm = make_halving_doubling<float>(ctx, h.scratch.data(), counts); break;
+        case DType::F64: h.algorithm = make_halving_doubling<double>(ctx, h.scratch.data(), counts); break;
+        case DType::I32: h.algorithm = make_halving_doubling<int32_t>(ctx, h.scratch.data(), counts); break;
+        default: h.algorithm = make_halving_doubling<int64_t>(ctx, h.scratch.data(), counts); break;
+      }
+      it = cache.emplace(std::move(key), std::move(h)).first;
+    }
+    HalvingDoubling& h = it->second;
+    std::memcpy(h.scratch.data(), in, bytes);
+    h.algorithm->run();
+    const int64_t mine = counts[static_cast<size_t>(ctx->rank)];
+    if (mine > 0) std::memcpy(out, h.scratch.data(), static_cast<size_t>(mine * es));  // its result comes first
   }
 
   // Direct reduce-scatter: one Gloo alltoallv sends piece j of my input to member j and brings me
@@ -543,6 +609,8 @@ class GlooCommunicator final : public Communicator {
   std::map<std::vector<int>, GroupContext> contexts_;
   std::map<std::vector<int>, GroupContext> lane_contexts_;  // the async lane's, one per group
   std::unique_ptr<AsyncLane> lane_;                         // started by the first async collective
+  std::map<std::vector<int>, GroupContext> hd_contexts_;    // halving-doubling reduce-scatters', one per group
+  std::map<std::vector<int>, HalvingDoublingCache> hd_cache_;
   std::vector<uint8_t> scratch_;
   std::string failed_;
 };

@@ -18,9 +18,11 @@
 // all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v with equal counts
 // over a power-of-two group and at most 1 MiB of input: Gloo's ReduceScatterHalvingDoubling (an
 // algorithm object of Gloo's older buffer API, built once per group, dtype and counts on a scratch
-// copy of the input, and cached: 32 per group); otherwise one Gloo alltoallv that brings each member
-// every member's piece, then a local sum (the same bytes as a ring, in one round). Gloo's
-// halving-doubling copies between overlapping ranges for some uneven counts, hence the limits.
+// copy of the input, and cached: 32 per group), on a third context of the group (members meet
+// under "h" + the group's key): its registered buffers stall unbound-buffer collectives that share
+// its connections. Otherwise one Gloo alltoallv that brings each member every member's piece, then
+// a local sum (the same bytes as a ring, in one round). Gloo's halving-doubling copies between
+// overlapping ranges for some uneven counts, hence the limits.
 //
 // Async all-reduce (all_reduce_async): run by one thread of the communicator's own, started by
 // the first such call, in call order, each on a second context of its group (members meet under
