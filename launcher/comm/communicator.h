@@ -7,7 +7,9 @@
 // fit: an implementation reads and writes them on its own device. Element types:
 //   copies (all_gather, all_to_all, broadcast): every dtype with a size (float16/bfloat16 included:
 //     bytes are moved, not interpreted);
-//   sums (all_reduce, reduce_scatter): float32, float64, int32, int64.
+//   sums (all_reduce, reduce_scatter): float32, float64, int32, int64, and bfloat16 (each pair
+//     added in float32 and rounded to nearest even, as NCCL sums bfloat16: mixed precision's
+//     gradients and partial sums travel as the plan costs them).
 // Counts are per group rank; uneven contributions (the layout rules' uneven shards) use the _v
 // calls, whose results are concatenated in group order. Equal calls are the _v calls with equal
 // counts.

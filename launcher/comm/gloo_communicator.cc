@@ -110,6 +110,27 @@ void add(void* c, const void* a, const void* b, size_t n) {
 }
 using AddFn = void (*)(void*, const void*, const void*, size_t);
 
+// bfloat16 sums: each pair added in float32 and rounded to nearest even (as NCCL sums bfloat16).
+float bf16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+uint16_t float_to_bf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // NaN stays NaN
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>(bits >> 16);
+}
+void add_bf16(void* c, const void* a, const void* b, size_t n) {
+  auto* out = static_cast<uint16_t*>(c);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) out[i] = float_to_bf16(bf16_to_float(x[i]) + bf16_to_float(y[i]));
+}
+
 // dtype_name lives in the graph library, which this layer does not link.
 std::string dtype_label(DType t) { return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)"; }
 
@@ -287,12 +308,7 @@ class GlooCommunicator final : public Communicator {
     check_count(count, "all_reduce");
     run("all_reduce", group, [&](GroupContext& g) {
       if (!g.context || count == 0) return;
-      switch (dtype) {
-        case DType::F32: gloo_all_reduce(g.context, g.tag, static_cast<float*>(buf), count, fn); break;
-        case DType::F64: gloo_all_reduce(g.context, g.tag, static_cast<double*>(buf), count, fn); break;
-        case DType::I32: gloo_all_reduce(g.context, g.tag, static_cast<int32_t*>(buf), count, fn); break;
-        default: gloo_all_reduce(g.context, g.tag, static_cast<int64_t*>(buf), count, fn); break;  // I64 (sum_fn checked)
-      }
+      gloo_all_reduce(g.context, g.tag, buf, count, dtype, fn);
     });
   }
 
@@ -314,14 +330,7 @@ class GlooCommunicator final : public Communicator {
     if (!lane_) lane_ = std::make_unique<AsyncLane>();
     std::shared_ptr<gloo::Context> ctx = g.context;
     const uint32_t tag = g.tag++;
-    lane_->start([this, ctx, tag, buf, count, dtype, fn] {
-      switch (dtype) {
-        case DType::F32: gloo_all_reduce(ctx, tag, static_cast<float*>(buf), count, fn); break;
-        case DType::F64: gloo_all_reduce(ctx, tag, static_cast<double*>(buf), count, fn); break;
-        case DType::I32: gloo_all_reduce(ctx, tag, static_cast<int32_t*>(buf), count, fn); break;
-        default: gloo_all_reduce(ctx, tag, static_cast<int64_t*>(buf), count, fn); break;
-      }
-    }, st);
+    lane_->start([this, ctx, tag, buf, count, dtype, fn] { gloo_all_reduce(ctx, tag, buf, count, dtype, fn); }, st);
     return std::make_unique<AsyncPending>(st);
   }
 
@@ -360,7 +369,7 @@ class GlooCommunicator final : public Communicator {
       const int n = group.size();
       const bool even = std::all_of(counts.begin(), counts.end(), [&](int64_t c) { return c == counts[0]; });
       if (bytes == 0) return;
-      if (bytes <= kHalvingDoublingMaxBytes && even && (n & (n - 1)) == 0)
+      if (bytes <= kHalvingDoublingMaxBytes && even && (n & (n - 1)) == 0 && dtype != DType::BF16)
         halving_doubling_reduce_scatter(group, in, out, counts, dtype);
       else
         direct_reduce_scatter(g, in, out, counts, esize(dtype), fn);
@@ -439,6 +448,17 @@ class GlooCommunicator final : public Communicator {
   }
   rdv::Store& job_store() { return job_store_ ? *job_store_ : *store_; }
 
+  // Gloo's allreduce of buf[count] with `fn` (sum_fn(dtype)); Gloo moves elements of T's size.
+  void gloo_all_reduce(const std::shared_ptr<gloo::Context>& context, uint32_t tag, void* buf, int64_t count, DType dtype,
+                       AddFn fn) const {
+    switch (dtype) {
+      case DType::F32: return gloo_all_reduce(context, tag, static_cast<float*>(buf), count, fn);
+      case DType::F64: return gloo_all_reduce(context, tag, static_cast<double*>(buf), count, fn);
+      case DType::I32: return gloo_all_reduce(context, tag, static_cast<int32_t*>(buf), count, fn);
+      case DType::BF16: return gloo_all_reduce(context, tag, static_cast<uint16_t*>(buf), count, fn);
+      default: return gloo_all_reduce(context, tag, static_cast<int64_t*>(buf), count, fn);  // I64 (sum_fn checked)
+    }
+  }
   template <typename T>
   void gloo_all_reduce(const std::shared_ptr<gloo::Context>& context, uint32_t tag, T* buf, int64_t count, AddFn fn) const {
     gloo::AllreduceOptions opts(context);
@@ -461,6 +481,7 @@ class GlooCommunicator final : public Communicator {
       case DType::F64: return &add<double>;
       case DType::I32: return &add<int32_t>;
       case DType::I64: return &add<int64_t>;
+      case DType::BF16: return &add_bf16;
       default: throw InternalError(std::string(what) + ": no sum for dtype " + dtype_label(t));
     }
   }

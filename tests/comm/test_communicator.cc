@@ -227,8 +227,41 @@ void check_broadcast(Communicator& c, const Group& g, DType dt, const std::strin
   }
 }
 
+// bfloat16 sums: small integers (exact in bfloat16, as are their sums up to 256), and on two
+// members 256 + 3 = 259, halfway between 258 and 260, which rounds to the even 260 (truncation
+// would give 258).
+void check_bf16_sums(Communicator& c, const Group& g) {
+  auto bf16 = [](float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<uint16_t>(bits >> 16);  // exact for these values
+  };
+  const int n = g.size();
+  const int64_t count = 41;
+  std::vector<uint16_t> buf(count), want(count);
+  int members = 0;
+  for (int r : g.ranks) members += r + 1;
+  for (int64_t i = 0; i < count; ++i) {
+    buf[static_cast<size_t>(i)] = bf16(static_cast<float>((c.rank() + 1) * (i % 5 + 1)));
+    want[static_cast<size_t>(i)] = bf16(static_cast<float>(members * (i % 5 + 1)));
+  }
+  std::vector<uint16_t> in = buf;
+  c.all_reduce(buf.data(), count, DType::BF16, g);
+  expect(buf, want, "all_reduce bfloat16 over " + g.str());
+  std::vector<int64_t> counts(static_cast<size_t>(n), 3);
+  std::vector<uint16_t> rs_in(in.begin(), in.begin() + 3 * n), rs_out(3);
+  c.reduce_scatter_v(rs_in.data(), rs_out.data(), counts, DType::BF16, g);
+  const auto me = static_cast<size_t>(g.index_of(c.rank()));
+  expect(rs_out, std::vector<uint16_t>(want.begin() + 3 * me, want.begin() + 3 * me + 3), "reduce_scatter bfloat16 over " + g.str());
+  if (n == 2) {
+    std::vector<uint16_t> x{bf16(me == 0 ? 256.0f : 3.0f)};
+    c.all_reduce(x.data(), 1, DType::BF16, g);
+    expect(x, std::vector<uint16_t>{bf16(260.0f)}, "all_reduce bfloat16 256 + 3 over " + g.str());
+  }
+}
+
 // Every collective over `g`, whose members all call this; several dtypes, equal and uneven counts
-// (with zeros), float16/bfloat16 moved as bytes.
+// (with zeros), float16/bfloat16 moved as bytes, bfloat16 summed.
 void check_collectives(Communicator& c, const Group& g) {
   const int n = g.size();
   check_all_reduce<float>(c, g, DType::F32, "float32");
@@ -261,6 +294,7 @@ void check_collectives(Communicator& c, const Group& g) {
   check_all_to_all<double>(c, g, DType::F64, [](int a, int b) { return int64_t{(a + 2 * b) % 3}; }, "float64 uneven");
   check_broadcast<float>(c, g, DType::F32, "float32");
   check_broadcast<uint16_t>(c, g, DType::BF16, "bfloat16");
+  check_bf16_sums(c, g);
   c.barrier(g);
   // The equal-count helpers are the _v calls with equal counts.
   std::vector<float> x(static_cast<size_t>(2 * n), static_cast<float>(c.rank())), y(static_cast<size_t>(2 * n), -1.0f);
@@ -442,7 +476,7 @@ TEST_CASE("comm: a world of one copies locally, and misuse is an InternalError")
     };
     internal([&] { c->all_reduce(&x, 1, DType::F32, Group{{1}}); }, "a rank outside the world");
     internal([&] { c->all_reduce(&x, 1, DType::F32, Group{{0, 0}}); }, "a repeated rank");
-    internal([&] { c->all_reduce(&x, 1, DType::BF16, c->world()); }, "a sum of bfloat16");
+    internal([&] { c->all_reduce(&x, 1, DType::F16, c->world()); }, "a sum of float16");
     internal([&] { c->all_reduce(&x, -1, DType::F32, c->world()); }, "a negative count");
     internal([&] { c->all_gather_v(&x, &x, {1, 1}, DType::F32, c->world()); }, "two counts for a group of one");
     internal([&] { c->broadcast(&x, 1, DType::F32, 1, c->world()); }, "a root outside the group");
