@@ -54,7 +54,10 @@ planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
   if (s.batch && *s.batch != ps.batch) {
     throw InputError("--batch " + std::to_string(*s.batch) + " differs from the plan's batch " + std::to_string(ps.batch) + " (" + *s.plan + ")");
   }
-  if (ps.training.precision != planner::Precision::Fp32) throw InputError(*s.plan + ": planned in bf16; with --gpus > 1 plan with --dtype fp32");
+  if (s.dtype && planner::parse_precision(*s.dtype) != ps.training.precision) {
+    throw InputError("--dtype " + *s.dtype + " differs from the plan's dtype " + std::string(planner::precision_name(ps.training.precision)) +
+                     " (" + *s.plan + ")");
+  }
   return stored;
 }
 
@@ -92,7 +95,6 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
                      " workers");
   }
-  if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
   const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
   const planner::StoredStrategy stored = checked_point(s, gpus);
   const planner::PlanSettings& ps = *stored.settings;
@@ -146,7 +148,8 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
     }
   }
-  runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss);
+  const bool bf16 = ps.training.precision == planner::Precision::Bf16;
+  runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss, bf16);
   runtime::Optimizer optimizer(s.optimizer, backend, ex.optimizer_weights(), ex.gradient_tensors());
   if (s.resume) {
     if (had_state) ex.scatter_state(resumed_state, optimizer);
@@ -160,7 +163,8 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   const bool lead = place.rank == 0;
   if (lead) {
     out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr " << s.optimizer.lr
-        << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse") << ", fp32\n";
+        << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
+        << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
     out << "workers  " << place.world << " (" << place.from << "), cpu, " << threads << " thread(s) each, Gloo; mesh "
         << space.mesh().str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
@@ -249,7 +253,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
       report["device"] = {{"kind", "cpu"}, {"workers", place.world}, {"threads", threads}, {"cluster", s.cluster}};
       report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
-      report["dtype"] = "fp32";
+      report["dtype"] = bf16 ? "bf16" : "fp32";
       report["steps"] = steps;
       report["predicted"] = against.predicted;
       against.measured["ranks"] = ranks;
@@ -303,7 +307,7 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
 
 int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.dtype && *s.dtype != "fp32") throw InputError("--dtype " + *s.dtype + " with --gpus > 1 comes next; use --dtype fp32");
+  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
   check_checkpoint_paths(s);
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
@@ -326,7 +330,8 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   if (plan.empty()) {
     plan = dir + "/plan.json";
     std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
-                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan};
+                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan,
+                                        "--dtype", s.dtype.value_or("fp32")};
     for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
     out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
     const int status = run_to_end(planner, dir + "/plan.log");

@@ -6,36 +6,6 @@
 #include "graph/op_catalogue.h"
 
 namespace tensoropt::runtime {
-int64_t mean_count(const ShardInfo* shard, int input, const Shape& local, const std::vector<bool>& reduced) {
-  const Shape& shape = shard ? shard->global.at(static_cast<size_t>(input)) : local;
-  int64_t n = 1;
-  for (size_t a = 0; a < shape.size() && a < reduced.size(); ++a)
-    if (reduced[a]) n *= shape[a];
-  return n;
-}
-
-void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
-
-void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
-                         std::map<int, Array>& state, const ShardInfo* shard) {
-  for (auto [o, input] : kernel.state_updates) {
-    if (static_cast<size_t>(o) >= node.outputs.size() || static_cast<size_t>(input) >= node.inputs.size()) continue;
-    const int src = node.outputs[static_cast<size_t>(o)], dst = node.inputs[static_cast<size_t>(input)];
-    auto it = dst < 0 ? state.end() : state.find(dst);
-    if (src < 0 || it == state.end() || !outputs[static_cast<size_t>(o)]) continue;
-    const Array& from = *outputs[static_cast<size_t>(o)];
-    Array& to = it->second;
-    if (from.shape() == to.shape() && from.rank() == 0) {
-      std::vector<char> host(static_cast<size_t>(from.bytes()));
-      backend.read(from, host.data(), from.bytes());
-      backend.write(to, host.data(), to.bytes());
-      continue;
-    }
-    const int64_t at = shard && from.shape() != to.shape() ? shard->offset[static_cast<size_t>(input)].at(0) : 0;
-    backend.copy_slab(from, 0, 0, to, at, from.dim(0));
-  }
-}
-
 Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state, ExecutorOptions options)
     : g_(g), backend_(backend), state_(state), options_(options) {
   for (const Node& n : g_.nodes) {
@@ -171,56 +141,16 @@ Array Executor::stored(const Array& a, const Tensor& x, MemoryKind kind) const {
 
 std::vector<Array> Executor::forward_node(size_t i, const StepContext& ctx, const std::vector<MemoryKind>& kinds, bool updates) {
   const Node& n = g_.nodes[i];
-  const OpKernel& k = *kernels_[i];
-  // Kernels compute in float32: bfloat16 inputs are handed over as float32 copies, and bfloat16
-  // outputs are computed into float32 and stored rounded. A view (aliases_input) stays a view.
-  std::vector<Array> converted;
-  converted.reserve(n.inputs.size());
   std::vector<const Array*> in;
-  for (int t : n.inputs) {
-    if (t < 0) {
-      in.push_back(nullptr);
-      continue;
-    }
-    const Array& v = value(t);
-    if (v.dtype() == DType::BF16 && !k.aliases_input) {
-      converted.push_back(as_f32(v));
-      in.push_back(&converted.back());
-    } else {
-      in.push_back(&v);
-    }
-  }
-  std::vector<Array> outs(n.outputs.size()), computed(n.outputs.size());
-  std::vector<Array*> out;
+  for (int t : n.inputs) in.push_back(t < 0 ? nullptr : &value(t));
+  std::vector<OutputSpec> outs(n.outputs.size());
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     const int t = n.outputs[o];
-    if (t < 0) {
-      out.push_back(nullptr);
-      continue;
-    }
+    if (t < 0) continue;
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    const DType sd = storage_dtype(x);
-    if (o == 0 && k.aliases_input) {
-      outs[o] = in[0]->view(x.shape);
-      out.push_back(&outs[o]);
-    } else if (sd != runtime_dtype(x)) {
-      computed[o] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
-      out.push_back(&computed[o]);
-    } else {
-      outs[o] = Array(sd, x.shape, backend_.allocator(), kinds[o]);
-      out.push_back(&outs[o]);
-    }
+    outs[o] = OutputSpec{true, x.shape, runtime_dtype(x), storage_dtype(x), kinds[o]};
   }
-  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, nullptr});
-  converted.clear();  // the float32 copies of the inputs: done before the outputs are stored
-  if (updates) apply_state_updates(backend_, k, n, out, state_, nullptr);
-  for (size_t o = 0; o < n.outputs.size(); ++o) {
-    if (!computed[o].defined()) continue;
-    outs[o] = Array(DType::BF16, computed[o].shape(), backend_.allocator(), kinds[o]);
-    backend_.convert(computed[o], outs[o]);
-    computed[o] = Array();
-  }
-  return outs;
+  return forward_call(backend_, *kernels_[i], n, static_cast<int>(i), in, outs, states_[i], ctx, nullptr, updates ? &state_ : nullptr);
 }
 
 void Executor::run_backward(const StepContext& ctx) {

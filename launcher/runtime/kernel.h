@@ -104,6 +104,25 @@ class Backend;
 void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
                          std::map<int, Array>& state, const ShardInfo* shard);
 
+// One output of a forward_call: its shape, the dtype the kernel writes (runtime_dtype), the dtype
+// it is stored in (bfloat16 under mixed precision) and its memory kind; absent: not wanted.
+struct OutputSpec {
+  bool present = false;
+  Shape shape;
+  DType compute = DType::F32, store = DType::F32;
+  MemoryKind kind = MemoryKind::Transients;
+};
+
+// One node's forward as both executors run it (kernels compute in float32 whatever the storage):
+// a bfloat16 input is handed over as a float32 transient copy, an output whose storage dtype
+// differs is computed into a float32 transient and stored rounded; a viewing kernel
+// (aliases_input) gets input 0 viewed as output 0's shape (an InternalError when the element
+// counts differ). `updates`: the model state that the kernel's state updates go to (a first
+// forward; nullptr for a rerun). Returns the outputs (undefined where not wanted).
+std::vector<Array> forward_call(Backend& backend, const OpKernel& kernel, const Node& node, int index,
+                                const std::vector<const Array*>& inputs, const std::vector<OutputSpec>& outputs, OpState& state,
+                                const StepContext& ctx, const ShardInfo* shard, std::map<int, Array>* updates);
+
 // One backend's kernels by op type.
 using KernelTable = std::map<std::string, OpKernel, std::less<>>;
 

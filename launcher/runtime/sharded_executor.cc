@@ -83,8 +83,8 @@ Array home_shard(const Sharding& s, const Graph& g, int t, const Array& global, 
 }
 
 ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int, Array>& state, const Sharding& sharding,
-                                 LossKind loss)
-    : g_(g), backend_(backend), state_(state), sh_(sharding), loss_(loss) {
+                                 LossKind loss, bool bf16)
+    : g_(g), backend_(backend), state_(state), sh_(sharding), loss_(loss), bf16_(bf16) {
   for (const Node& n : g_.nodes) {
     const OpKernel* k = backend_.kernel(n.op_type);
     if (!k || !k->forward) throw InputError("node " + n.label() + ": op '" + n.op_type + "' has no " + std::string(backend_.name()) + " kernel yet");
@@ -104,8 +104,20 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
   for (int t : plan_.roots) {
     Array& w = state_.at(t);
+    // Mixed precision: the optimizer updates a float32 master (of the local shard, or of this
+    // worker's ZeRO-2 chunk: optimizer state, as the planner counts it); forward and backward read
+    // a bfloat16 working copy, refreshed from the master after each optimizer step.
+    const bool mixed = bf16_ && w.dtype() == DType::F32;
+    Array master;
+    if (mixed) {
+      master = Array(DType::F32, w.shape(), backend_.allocator(), MemoryKind::OptimizerState);
+      backend_.convert(w, master);
+      Array working(DType::BF16, w.shape(), backend_.allocator(), MemoryKind::Parameters);
+      backend_.convert(w, working);
+      w = std::move(working);
+    }
     if (!sh_.zero[static_cast<size_t>(t)]) {
-      optimizer_weights_[t] = w;
+      optimizer_weights_[t] = mixed ? master : w;
       continue;
     }
     Flat f;
@@ -116,7 +128,14 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     f.size = w.numel();
     f.offset = shard_offset({f.size}, f.split, *sh_.where.mesh, coord)[0];
     f.length = planner::local_shape({f.size}, f.split, *sh_.where.mesh, coord)[0];
-    optimizer_weights_[t] = w.view({f.size}).view_at(f.offset, {f.length});
+    if (mixed) {
+      // Only this worker's chunk of the master is kept.
+      Array chunk(DType::F32, {f.length}, backend_.allocator(), MemoryKind::OptimizerState);
+      backend_.copy_slab(master.view({f.size}), 0, f.offset, chunk, 0, f.length);
+      optimizer_weights_[t] = chunk;
+    } else {
+      optimizer_weights_[t] = w.view({f.size}).view_at(f.offset, {f.length});
+    }
     flat_[t] = f;
   }
   // Gradient buckets (data parallelism: every parameter without ZeRO-2), as DDP packs them and the
@@ -139,10 +158,10 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       for (int a = 0; a < storage.size(); ++a)
         if (storage[a].is_replicate()) axes.push_back(a);
       const int64_t n = numel(local(t, storage));
-      const auto bytes = static_cast<double>(n * dtype_size(DType::F32));  // a bucket holds float32
+      const auto bytes = static_cast<double>(n * dtype_size(gradient_dtype()));
       auto it = open.find(axes);
       if (it == open.end() || (elements[static_cast<size_t>(it->second)] > 0 &&
-                               static_cast<double>(elements[static_cast<size_t>(it->second)] * dtype_size(DType::F32)) + bytes >
+                               static_cast<double>(elements[static_cast<size_t>(it->second)] * dtype_size(gradient_dtype())) + bytes >
                                    planner::kGradientBucketBytes)) {
         buckets_.push_back(Bucket{axes, {}, Array(), 0});
         elements.push_back(0);
@@ -153,7 +172,7 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       elements[static_cast<size_t>(it->second)] += n;
     }
     for (size_t b = 0; b < buckets_.size(); ++b) {
-      buckets_[b].buffer = Array(DType::F32, {elements[b]}, backend_.allocator(), MemoryKind::Gradients);
+      buckets_[b].buffer = Array(gradient_dtype(), {elements[b]}, backend_.allocator(), MemoryKind::Gradients);
       int64_t at = 0;
       for (int t : buckets_[b].params) {
         const Shape shape = local(t, sh_.home[static_cast<size_t>(t)]);
@@ -214,6 +233,7 @@ double ShardedExecutor::loss_and_gradient(const Array& tl) {
   const Layout loss_layout = loss_layouts().first;
   const Array& y = values_.at(out);
   Array yl = home == loss_layout ? y : move(y, out, home, loss_layout, MemoryKind::Transients);
+  if (yl.dtype() == DType::BF16) yl = as_f32(yl);  // the loss is computed in float32
   // Rows held by several workers (replicated axes) count at coordinate 0 of those axes only.
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
   bool counts = true;
@@ -233,7 +253,8 @@ double ShardedExecutor::loss_and_gradient(const Array& tl) {
   if (counts && totals[1] > 0) backend_.scale(dy, n / totals[1]);
   else backend_.fill(dy, 0.0);
   if (plan_.requires_grad[static_cast<size_t>(out)]) {
-    grads_[out] = home == loss_layout ? dy : move_gradient_back(dy, out, home, loss_layout);
+    Array d = stored(dy, out, MemoryKind::Transients);
+    grads_[out] = home == loss_layout ? d : move_gradient_back(d, out, home, loss_layout);
   }
   return totals[1] > 0 ? totals[0] / totals[1] : 0.0;
 }
@@ -241,32 +262,34 @@ double ShardedExecutor::loss_and_gradient(const Array& tl) {
 std::vector<Array> ShardedExecutor::run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds,
                                              const StepContext& ctx, bool updates) {
   const Node& n = g_.nodes[i];
-  const OpKernel& k = *kernels_[i];
   std::vector<const Array*> in;
   for (size_t q = 0; q < n.inputs.size(); ++q) in.push_back(n.inputs[q] < 0 ? nullptr : &ins[q]);
-  std::vector<Array> outs(n.outputs.size());
-  std::vector<Array*> out;
+  std::vector<OutputSpec> outs(n.outputs.size());
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     const int t = n.outputs[o];
-    if (t < 0) {
-      out.push_back(nullptr);
-      continue;
-    }
-    const Shape shape = local(t, sh_.out[i][o]);
-    if (o == 0 && k.aliases_input) {
-      if (numel(shape) != in[0]->numel()) {
-        throw InternalError("sharded executor: node " + n.label() + " views " + in[0]->str() + " (" + sh_.in[i][0].str() + ") as " +
-                            shape_str(shape) + " (" + sh_.out[i][o].str() + ")");
-      }
-      outs[o] = in[0]->view(shape);
-    } else {
-      outs[o] = Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), shape, backend_.allocator(), kinds[o]);
-    }
-    out.push_back(&outs[o]);
+    if (t < 0) continue;
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    outs[o] = OutputSpec{true, local(t, sh_.out[i][o]), runtime_dtype(x), storage_dtype(t), kinds[o]};
   }
-  k.forward(OpCall{n, static_cast<int>(i), in, out, states_[i], ctx, &shards_[i]});
-  if (updates) apply_state_updates(backend_, k, n, out, state_, &shards_[i]);
-  return outs;
+  return forward_call(backend_, *kernels_[i], n, static_cast<int>(i), in, outs, states_[i], ctx, &shards_[i], updates ? &state_ : nullptr);
+}
+
+DType ShardedExecutor::storage_dtype(int t) const {
+  const DType d = runtime_dtype(g_.tensors[static_cast<size_t>(t)]);
+  return bf16_ && d == DType::F32 ? DType::BF16 : d;
+}
+
+Array ShardedExecutor::stored(const Array& a, int t, MemoryKind kind) const {
+  if (a.dtype() == storage_dtype(t)) return a;
+  Array r(storage_dtype(t), a.shape(), backend_.allocator(), kind);
+  backend_.convert(a, r);
+  return r;
+}
+
+Array ShardedExecutor::as_f32(const Array& a) const {
+  Array r(DType::F32, a.shape(), backend_.allocator(), MemoryKind::Transients);
+  backend_.convert(a, r);
+  return r;
 }
 
 const Array& ShardedExecutor::home_value(int t, const StepContext& ctx) {
@@ -315,8 +338,7 @@ void ShardedExecutor::synchronise(int t) {
   const Layout& storage = sh_.home[static_cast<size_t>(t)];
   auto full = full_grads_.find(t);
   if (auto f = flat_.find(t); f != flat_.end()) {
-    Array g = full != full_grads_.end() ? full->second : Array(runtime_dtype(g_.tensors[static_cast<size_t>(t)]), local(t, storage),
-                                                                backend_.allocator(), MemoryKind::Transients);
+    Array g = full != full_grads_.end() ? full->second : Array(gradient_dtype(), local(t, storage), backend_.allocator(), MemoryKind::Transients);
     if (full == full_grads_.end()) backend_.fill(g, 0.0);
     root_grads_[t] = move_flat(g.view({f->second.size}), f->second.size, f->second.partial, f->second.split, MemoryKind::Gradients, true);
     if (full != full_grads_.end()) full_grads_.erase(full);
@@ -356,7 +378,8 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
       throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " + std::string(dtype_name(runtime_dtype(x))) +
                        shape_str(x.shape));
     }
-    values_[t] = home_shard(sh_, g_, t, inputs[k], backend_, MemoryKind::Inputs);
+    // Under mixed precision the float inputs are stored as bfloat16 (converted whole, then sliced).
+    values_[t] = home_shard(sh_, g_, t, stored(inputs[k], t, MemoryKind::Transients), backend_, MemoryKind::Inputs);
     inputs[k] = Array();  // the global batch: only this worker's shard stays
   }
   {
@@ -439,15 +462,24 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
     }
     if (p.backward && any) {
       if (p.recompute && !rerun_[i]) rerun(i, ctx);
+      // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
+      std::vector<Array> converted;
+      converted.reserve(n.inputs.size() + 2 * n.outputs.size());
+      auto f32 = [&](const Array* a) -> const Array* {
+        if (!a || a->dtype() != DType::BF16) return a;
+        converted.push_back(as_f32(*a));
+        return &converted.back();
+      };
+      for (auto& d : dout) d = f32(d);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
       for (size_t q = 0; q < n.inputs.size(); ++q) {
         const int t = n.inputs[q];
         if (t >= 0 && p.need_input[q] && !kept_in_[i][q].defined()) kept_in_[i][q] = input_of(i, q, ctx);
-        in.push_back(t >= 0 && p.need_input[q] ? &kept_in_[i][q] : nullptr);
+        in.push_back(t >= 0 && p.need_input[q] ? f32(&kept_in_[i][q]) : nullptr);
         in_shapes.push_back(t >= 0 ? local(t, sh_.in[i][q]) : Shape{});
       }
-      for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? &kept_out_[i][o] : nullptr);
+      for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? f32(&kept_out_[i][o]) : nullptr);
       std::vector<Array> dins(n.inputs.size());
       std::vector<Array*> din;
       for (size_t q = 0; q < n.inputs.size(); ++q) {
@@ -459,23 +491,28 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
         din.push_back(&dins[q]);
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
+      converted.clear();  // float32 copies: gone before the gradients are stored
       for (size_t q = 0; q < n.inputs.size(); ++q) {
         if (!p.input_grad[q]) continue;
         const int t = n.inputs[q];
         const Layout& home = sh_.home[static_cast<size_t>(t)];
-        Array d = home == sh_.in[i][q] ? dins[q] : move_gradient_back(dins[q], t, home, sh_.in[i][q]);
+        // A gradient travels in its storage dtype (bfloat16 under mixed precision, as planned);
+        // one that stays is accumulated from float32 directly (rounded once, as on one device).
+        Array d = home == sh_.in[i][q] ? dins[q] : move_gradient_back(stored(dins[q], t, MemoryKind::Transients), t, home, sh_.in[i][q]);
+        dins[q] = Array();
         if (flat_.count(t)) {
           auto it = full_grads_.find(t);
           if (it == full_grads_.end()) {
-            it = full_grads_.emplace(t, Array(DType::F32, d.shape(), backend_.allocator(), MemoryKind::Transients)).first;
+            it = full_grads_.emplace(t, Array(gradient_dtype(), d.shape(), backend_.allocator(), MemoryKind::Transients)).first;
             backend_.fill(it->second, 0.0);
           }
           backend_.accumulate(it->second, d);
         } else if (auto root = root_grads_.find(t); root != root_grads_.end()) {
           backend_.accumulate(root->second, d);
         } else if (auto it = grads_.find(t); it != grads_.end()) {
-          backend_.accumulate(it->second, d);        } else {
-          grads_[t] = d;
+          backend_.accumulate(it->second, d);
+        } else {
+          grads_[t] = stored(d, t, MemoryKind::Transients);
         }
       }
     }
@@ -508,10 +545,23 @@ Array ShardedExecutor::move_flat(const Array& x, int64_t size, const Layout& fro
 }
 
 void ShardedExecutor::after_optimizer_step() {
-  for (const auto& [t, f] : flat_) {
-    Array whole = move_flat(optimizer_weights_.at(t), f.size, f.split, f.whole, MemoryKind::Transients);
-    Array flat = state_.at(t).view({f.size});
-    backend_.copy_slab(whole, 0, 0, flat, 0, f.size);
+  for (int t : plan_.roots) {
+    const Array& master = optimizer_weights_.at(t);
+    Array& w = state_.at(t);
+    auto f = flat_.find(t);
+    if (f == flat_.end()) {
+      if (master.dtype() != w.dtype()) backend_.convert(master, w);  // the working copy follows its master
+      continue;
+    }
+    // ZeRO-2: every worker's updated chunk, gathered (in the working dtype) into the local shard.
+    Array chunk = master;
+    if (master.dtype() != w.dtype()) {
+      chunk = Array(w.dtype(), master.shape(), backend_.allocator(), MemoryKind::Transients);
+      backend_.convert(master, chunk);
+    }
+    Array whole = move_flat(chunk, f->second.size, f->second.split, f->second.whole, MemoryKind::Transients);
+    Array flat = w.view({f->second.size});
+    backend_.copy_slab(whole, 0, 0, flat, 0, f->second.size);
   }
 }
 
@@ -533,7 +583,10 @@ std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, s
   std::map<int, Array> whole;
   for (int t : plan_.roots) {
     const Layout& home = sh_.home[static_cast<size_t>(t)];
-    whole[t] = move(state_.at(t), t, home, replicated, MemoryKind::Transients);
+    // The optimizer's weights: the float32 master under mixed precision, else the shard itself.
+    whole[t] = optimizer_weights_.at(t).dtype() != state_.at(t).dtype()
+                   ? move(local_from_optimizer(t, optimizer_weights_.at(t)), t, home, replicated, MemoryKind::Transients)
+                   : move(state_.at(t), t, home, replicated, MemoryKind::Transients);
     auto& slots = state[t];
     for (const Array& a : optimizer.state().at(t)) slots.push_back(move(local_from_optimizer(t, a), t, home, replicated, MemoryKind::Transients));
   }

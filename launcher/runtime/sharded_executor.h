@@ -44,7 +44,7 @@
 // all-reduce is started asynchronously (Communicator::all_reduce_async) and runs beside the rest of
 // the backward, as DDP overlaps it; train_step returns once every bucket is summed.
 //
-// Not yet: bf16. Not thread-safe.
+// Not thread-safe.
 #pragma once
 
 #include <map>
@@ -81,7 +81,11 @@ class ShardedExecutor final : public GradientSource {
  public:
   // `state`: this worker's shard of every parameter (home layout) and the full buffers and
   // constants; the executor reads them, and BatchNormalization updates its buffers.
-  ShardedExecutor(const Graph& g, Backend& backend, std::map<int, Array>& state, const Sharding& sharding, LossKind loss);
+  // `bf16`: mixed precision, as the one-device Executor runs it (executor.h): float activations,
+  // data inputs and gradients stored, moved and summed as bfloat16; each parameter's float32
+  // master (its ZeRO-2 chunk only, under ZeRO-2) is what the optimizer updates.
+  ShardedExecutor(const Graph& g, Backend& backend, std::map<int, Array>& state, const Sharding& sharding, LossKind loss,
+                  bool bf16 = false);
 
   // Forward, loss and backward of one step on the GLOBAL batch (every worker passes the same
   // inputs and target; each takes its shard). Returns the global loss. Afterwards gradient(t) is
@@ -119,6 +123,10 @@ class ShardedExecutor final : public GradientSource {
   // The loss on the output's loss layout against `target`, this worker's rows of it; the gradient.
   double loss_and_gradient(const Array& target);
   std::pair<planner::Layout, planner::Layout> loss_layouts() const;  // the output's and the target's
+  DType storage_dtype(int t) const;  // bfloat16 for float tensors under mixed precision
+  DType gradient_dtype() const { return bf16_ ? DType::BF16 : DType::F32; }
+  Array stored(const Array& a, int t, MemoryKind kind) const;  // a in tensor t's storage dtype
+  Array as_f32(const Array& a) const;                           // a float32 transient copy
   // Node i's kernel on `ins` (its local shards in the layouts it needs); outputs allocated as `kinds`.
   std::vector<Array> run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds, const StepContext& ctx,
                               bool updates);
@@ -138,6 +146,7 @@ class ShardedExecutor final : public GradientSource {
   std::map<int, Array>& state_;
   const Sharding& sh_;
   LossKind loss_;
+  bool bf16_;
   std::vector<const OpKernel*> kernels_;
   StepPlan plan_;                                  // what each node keeps and recomputes (step_plan.h)
   std::vector<bool> home_kept_;                    // per tensor: a reader keeps its home value as it is
@@ -152,7 +161,7 @@ class ShardedExecutor final : public GradientSource {
   struct Bucket {
     std::vector<int> axes;    // the mesh axes its gradients are all-reduced over, in order
     std::vector<int> params;  // in the order backward completes them
-    Array buffer;             // every gradient of the bucket, one after another (float32)
+    Array buffer;             // every gradient of the bucket, one after another (gradient_dtype())
     int done = 0;             // gradients complete this step
   };
   std::vector<Bucket> buckets_;

@@ -136,6 +136,45 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
   }
 }
 
+TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run") {
+  // bfloat16 rounds partial sums and gradients where the workers exchange them, so the losses
+  // follow the one-device bf16 run to relative 2e-3 (tests/runtime/test_sharded.cc says why); the
+  // model state per worker (bf16 weights and gradients, float32 masters and Adam's moments, ZeRO-2
+  // chunks) is the plan's to the byte.
+  test::TempDir dir;
+  Result one = sh(kBin + " run " + kGpt + " --batch 4 --steps 3 --threads 1 --dtype bf16" + kData + " --report " + dir.path + "/one.json", dir.path);
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const std::vector<double> want = losses(dir.path + "/one.json");
+  auto close = [&](const std::string& report) {
+    const std::vector<double> got = losses(report);
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < got.size(); ++k) CHECK(got[k] == doctest::Approx(want[k]).epsilon(2e-3));
+    const nlohmann::json doc = nlohmann::json::parse(slurp(report));
+    CHECK(doc["dtype"] == "bf16");
+    for (const char* kind : {"parameters", "gradients", "optimizer_state"}) {
+      CAPTURE(kind);
+      CHECK(doc["measured"]["memory_by_kind_at_peak"][kind].get<double>() ==
+            doctest::Approx(doc["predicted"]["memory_by_kind"][kind].get<double>()).epsilon(0.01));
+    }
+  };
+  Result two = sh(kBin + " run " + kGpt + " --gpus 2 --batch 4 --steps 3 --dtype bf16" + kData + " --report " + dir.path + "/two.json", dir.path);
+  REQUIRE_MESSAGE(two.code == 0, two.err);
+  CHECK(has(two.out, "bf16 mixed precision"));
+  close(dir.path + "/two.json");
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --dtype bf16 --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const size_t n = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size();
+  for (size_t point : {size_t{0}, n / 2, n - 1}) {
+    CAPTURE(point);
+    const std::string report = dir.path + "/b" + std::to_string(point) + ".json";
+    Result r = sh(kBin + " run " + kGpt + " --gpus 4 --steps 3 --plan " + plan + " --point " + std::to_string(point) + kData + " --report " + report,
+                  dir.path);
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    close(report);
+  }
+}
+
 TEST_CASE("run --save on 2 workers, --resume on 4 workers or one device: the training goes on as if uninterrupted") {
   // SGD with momentum, so the optimizer state matters; six steps on one device are the reference.
   test::TempDir dir;
@@ -264,7 +303,8 @@ TEST_CASE("run with workers refuses bad flags and environments with one line and
   const std::pair<std::string, std::string> cases[] = {
       {kBin + " run " + kGpt + " --gpus 2 --save /nonexistent/dir/m.onnx", "cannot be written"},
       {kBin + " run " + kGpt + " --gpus 2 --resume " + dir.path + "/none.onnx", "cannot be read (--resume)"},
-      {kBin + " run " + kGpt + " --gpus 2 --dtype bf16", "--dtype bf16 with --gpus > 1"},
+      {kBin + " run " + kGpt + " --gpus 2 --plan " + plan + " --dtype bf16", "--dtype bf16 differs from the plan's dtype fp32"},
+      {kBin + " run " + kGpt + " --gpus 2 --dtype fp16", "--dtype: unknown precision 'fp16'"},
       {kBin + " run " + kGpt + " --gpus 4 --plan " + plan + " --steps 1", "no frontier for 4 GPUs"},
       {kBin + " run " + kGpt + " --rendezvous file:" + dir.path + "/x", "--rendezvous is for workers started by a launcher"},
       {"RANK=0 " + kBin + " run " + kGpt + " --gpus 2 --plan " + plan, "RANK and WORLD_SIZE go together"},

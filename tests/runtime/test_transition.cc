@@ -73,10 +73,15 @@ Host shard(Host x, const Layout& layout, const DeviceMesh& mesh, const std::vect
   return x;
 }
 
-Array to_array(const Host& h, runtime::Backend& b) {
+// h as an array of `dt` (float32, or bfloat16: the test's values and sums are small integers,
+// exact in both).
+Array to_array(const Host& h, runtime::Backend& b, DType dt) {
   Array a(DType::F32, h.shape, b.allocator(), runtime::MemoryKind::Transients);
   b.write(a, h.v.data(), a.bytes());
-  return a;
+  if (dt == DType::F32) return a;
+  Array c(dt, h.shape, b.allocator(), runtime::MemoryKind::Transients);
+  b.convert(a, c);
+  return c;
 }
 
 std::vector<Layout> all_layouts(int rank, int axes) {
@@ -110,8 +115,14 @@ void check_holds(const Array& got, const Host& x, const Layout& layout, const ru
   Layout at = layout;
   if (has_partial(layout)) {
     const Layout r = Layout::replicated(mesh.ndim());
-    a = runtime::run_transition(got, planner::redistribute(x.shape, 4, layout, r, mesh), where, b, runtime::MemoryKind::Transients);
+    a = runtime::run_transition(got, planner::redistribute(x.shape, static_cast<int>(dtype_size(got.dtype())), layout, r, mesh), where, b,
+                                runtime::MemoryKind::Transients);
     at = r;
+  }
+  if (a.dtype() != DType::F32) {
+    Array f(DType::F32, a.shape(), b.allocator(), runtime::MemoryKind::Transients);
+    b.convert(a, f);
+    a = f;
   }
   const Host want = shard(x, at, mesh, mesh.coords(where.rank));
   std::vector<float> have(static_cast<size_t>(a.numel()));
@@ -127,8 +138,9 @@ void check_holds(const Array& got, const Host& x, const Layout& layout, const ru
 }
 
 // Every pair of layouts of `shape` on a mesh of `mesh_shape`, forward and backward, on every rank.
-void every_transition(const std::vector<int>& mesh_shape, const Shape& shape) {
+void every_transition(const std::vector<int>& mesh_shape, const Shape& shape, DType dt = DType::F32) {
   CAPTURE(shape_str(shape));
+  CAPTURE(static_cast<int>(dt));
   const DeviceMesh mesh = DeviceMesh::with_shape(planner::load_cluster("cpu"), mesh_shape);
   test::TempDir dir;
   auto results = test::run_children(mesh.size(), [&](int rank) {
@@ -152,7 +164,7 @@ void every_transition(const std::vector<int>& mesh_shape, const Shape& shape) {
       for (const Layout& to : layouts) {
         if (from == to) continue;
         const std::string what = from.str() + " -> " + to.str();
-        const planner::RedistributePlan plan = planner::redistribute(shape, 4, from, to, mesh);
+        const planner::RedistributePlan plan = planner::redistribute(shape, static_cast<int>(dtype_size(dt)), from, to, mesh);
         // Runs a plan on `input` and checks the bytes it held against transient_bytes.
         auto run = [&](const Array& input, const planner::RedistributePlan& p, runtime::MemoryKind kind, const std::string& name,
                        bool consume = false) {
@@ -167,14 +179,14 @@ void every_transition(const std::vector<int>& mesh_shape, const Shape& shape) {
           }
           return out;
         };
-        Array y = run(to_array(shard(x, from, mesh, coord), backend), plan, runtime::MemoryKind::Activations, what);
+        Array y = run(to_array(shard(x, from, mesh, coord), backend, dt), plan, runtime::MemoryKind::Activations, what);
         check_holds(y, x, to, where, backend, what);
-        y = run(to_array(shard(x, from, mesh, coord), backend), plan, runtime::MemoryKind::Activations, what + " (consuming its input)", true);
+        y = run(to_array(shard(x, from, mesh, coord), backend, dt), plan, runtime::MemoryKind::Activations, what + " (consuming its input)", true);
         check_holds(y, x, to, where, backend, what + " (consuming its input)");
         // The gradient of the result, carried back by the dual plan.
         const planner::RedistributePlan back = planner::backward_plan(plan, mesh);
         const Layout gto = planner::gradient_layout(to), gfrom = planner::gradient_layout(from);
-        Array dx = run(to_array(shard(g, gto, mesh, coord), backend), back, runtime::MemoryKind::Transients, "backward of " + what);
+        Array dx = run(to_array(shard(g, gto, mesh, coord), backend, dt), back, runtime::MemoryKind::Transients, "backward of " + what);
         check_holds(dx, g, gfrom, where, backend, "backward of " + what);
       }
     }
@@ -191,6 +203,12 @@ TEST_CASE("transition: every layout pair on one mesh axis of 2, 3 and 4 workers,
   every_transition({2}, {5, 3});
   every_transition({3}, {4, 2, 3});
   every_transition({4}, {3, 6});
+}
+
+TEST_CASE("transition: bfloat16 (mixed precision's activations and gradients) on every layout pair of 2 workers and of a 2x2 mesh") {
+  every_transition({2}, {5, 3}, DType::BF16);
+  every_transition({2, 2}, {3, 5}, DType::BF16);
+  every_transition({2, 2}, {2, 4, 6}, DType::BF16);
 }
 
 TEST_CASE("transition: every layout pair on 2x2 and 2x3 meshes, forward and backward") {

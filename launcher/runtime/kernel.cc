@@ -1,0 +1,89 @@
+#include "launcher/runtime/kernel.h"
+
+#include "graph/error.h"
+#include "launcher/runtime/backend.h"
+
+namespace tensoropt::runtime {
+
+int64_t mean_count(const ShardInfo* shard, int input, const Shape& local, const std::vector<bool>& reduced) {
+  const Shape& shape = shard ? shard->global.at(static_cast<size_t>(input)) : local;
+  int64_t n = 1;
+  for (size_t a = 0; a < shape.size() && a < reduced.size(); ++a)
+    if (reduced[a]) n *= shape[a];
+  return n;
+}
+
+void kernel_error(const Node& node, const std::string& what) { throw InputError("node " + node.label() + ": " + what); }
+
+void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& node, const std::vector<Array*>& outputs,
+                         std::map<int, Array>& state, const ShardInfo* shard) {
+  for (auto [o, input] : kernel.state_updates) {
+    if (static_cast<size_t>(o) >= node.outputs.size() || static_cast<size_t>(input) >= node.inputs.size()) continue;
+    const int src = node.outputs[static_cast<size_t>(o)], dst = node.inputs[static_cast<size_t>(input)];
+    auto it = dst < 0 ? state.end() : state.find(dst);
+    if (src < 0 || it == state.end() || !outputs[static_cast<size_t>(o)]) continue;
+    const Array& from = *outputs[static_cast<size_t>(o)];
+    Array& to = it->second;
+    if (from.shape() == to.shape() && from.rank() == 0) {
+      std::vector<char> host(static_cast<size_t>(from.bytes()));
+      backend.read(from, host.data(), from.bytes());
+      backend.write(to, host.data(), to.bytes());
+      continue;
+    }
+    const int64_t at = shard && from.shape() != to.shape() ? shard->offset[static_cast<size_t>(input)].at(0) : 0;
+    backend.copy_slab(from, 0, 0, to, at, from.dim(0));
+  }
+}
+
+std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node& n, int index, const std::vector<const Array*>& inputs,
+                                const std::vector<OutputSpec>& outputs, OpState& state, const StepContext& ctx,
+                                const ShardInfo* shard, std::map<int, Array>* updates) {
+  // bfloat16 inputs as float32 copies; a view (aliases_input) stays a view of what it reads.
+  std::vector<Array> converted;
+  converted.reserve(inputs.size());
+  std::vector<const Array*> in;
+  for (const Array* a : inputs) {
+    if (a && a->dtype() == DType::BF16 && !k.aliases_input) {
+      converted.emplace_back(DType::F32, a->shape(), backend.allocator(), MemoryKind::Transients);
+      backend.convert(*a, converted.back());
+      in.push_back(&converted.back());
+    } else {
+      in.push_back(a);
+    }
+  }
+  std::vector<Array> outs(outputs.size()), computed(outputs.size());
+  std::vector<Array*> out;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const OutputSpec& spec = outputs[o];
+    if (!spec.present) {
+      out.push_back(nullptr);
+      continue;
+    }
+    if (o == 0 && k.aliases_input) {
+      if (!in.at(0) || numel(spec.shape) != in[0]->numel()) {
+        throw InternalError("node " + n.label() + ": views " + (in.at(0) ? in[0]->str() : std::string("nothing")) + " as " +
+                            shape_str(spec.shape));
+      }
+      outs[o] = in[0]->view(spec.shape);
+      out.push_back(&outs[o]);
+    } else if (spec.store != spec.compute) {
+      computed[o] = Array(spec.compute, spec.shape, backend.allocator(), MemoryKind::Transients);
+      out.push_back(&computed[o]);
+    } else {
+      outs[o] = Array(spec.store, spec.shape, backend.allocator(), spec.kind);
+      out.push_back(&outs[o]);
+    }
+  }
+  k.forward(OpCall{n, index, in, out, state, ctx, shard});
+  converted.clear();  // the float32 copies of the inputs: gone before the outputs are stored
+  if (updates) apply_state_updates(backend, k, n, out, *updates, shard);
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (!computed[o].defined()) continue;
+    outs[o] = Array(outputs[o].store, computed[o].shape(), backend.allocator(), outputs[o].kind);
+    backend.convert(computed[o], outs[o]);
+    computed[o] = Array();
+  }
+  return outs;
+}
+
+}  // namespace tensoropt::runtime
