@@ -329,6 +329,22 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       flights_.push_back({static_cast<int>(i), -1, vars_[i].tensor, first, last});
     }
   }
+  // Bytes that step_peak reads for every strategy, per configuration: each link's tensor in its
+  // writer's and its reader's layout, each flight's gradient (step_peak runs once per frontier
+  // point, so these are looked up rather than recomputed from shapes).
+  link_from_bytes_.resize(links_.size());
+  link_to_bytes_.resize(links_.size());
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    for (size_t k = 0; k < vars_[static_cast<size_t>(l.from)].configs.size(); ++k)
+      link_from_bytes_[e].push_back(static_cast<double>(local_bytes(l.tensor, from_layout(l, static_cast<int>(k)))));
+    for (size_t k = 0; k < vars_[static_cast<size_t>(l.to)].configs.size(); ++k)
+      link_to_bytes_[e].push_back(static_cast<double>(local_bytes(l.tensor, to_layout(l, static_cast<int>(k)))));
+  }
+  flight_bytes_.resize(flights_.size());
+  for (size_t f = 0; f < flights_.size(); ++f)
+    for (size_t k = 0; k < vars_[static_cast<size_t>(flights_[f].var)].configs.size(); ++k)
+      flight_bytes_[f].push_back(flight_bytes_of(flights_[f], static_cast<int>(k)));
   // The Problem.
   building_ = true;
   tensor_shape_id_.assign(g.tensors.size(), -1);
@@ -691,22 +707,23 @@ std::pair<double, double> StrategySpace::link_activations(int link, int from_con
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
   const bool to_needs = l.to_keeps || recomputes(l.to, to_config);
-  auto bytes = [&](const Layout& layout) { return static_cast<double>(local_bytes(l.tensor, layout)); };
+  const double from_bytes = link_from_bytes_[static_cast<size_t>(link)][static_cast<size_t>(from_config)];
+  const double to_bytes = link_to_bytes_[static_cast<size_t>(link)][static_cast<size_t>(to_config)];
   if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
     if (recomputes(l.from, from_config)) return {0, 0};
-    const double kept = l.from_keeps ? bytes(from_layout(l, from_config)) : 0;
-    return {kept, to_needs && !(l.from_keeps && same) ? bytes(to_layout(l, to_config)) : 0};
+    const double kept = l.from_keeps ? from_bytes : 0;
+    return {kept, to_needs && !(l.from_keeps && same) ? to_bytes : 0};
   }
-  if (from.kind == VarKind::Op) return {l.from_keeps && !same ? bytes(from_layout(l, from_config)) : 0, 0};  // -> tensor variable
+  if (from.kind == VarKind::Op) return {l.from_keeps && !same ? from_bytes : 0, 0};  // -> tensor variable
   if (from.kind == VarKind::Parameter) return {0, 0};
   // Input or tensor variable -> reader.
-  if (to_needs && !same) return {0, bytes(to_layout(l, to_config))};
+  if (to_needs && !same) return {0, to_bytes};
   if (to_needs && from.kind == VarKind::Tensor && !needed_[static_cast<size_t>(l.tensor)] &&
       !(is_output_[static_cast<size_t>(l.tensor)] && !has_partial(to_layout(l, to_config)))) {
     // A recomputing reader needs the variable's own copy, which nobody else keeps (a graph
     // output's is the loss's, unless partial): charged here, once per such reader and slot (two
     // of them in the same layout are counted twice: conservative).
-    return {0, bytes(to_layout(l, to_config))};
+    return {0, to_bytes};
   }
   return {0, 0};
 }
@@ -826,6 +843,10 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
 }
 
 double StrategySpace::flight_bytes(const Flight& f, int config) const {
+  return flight_bytes_[static_cast<size_t>(&f - flights_.data())][static_cast<size_t>(config)];
+}
+
+double StrategySpace::flight_bytes_of(const Flight& f, int config) const {
   const Variable& v = vars_[static_cast<size_t>(f.var)];
   const VarConfig& c = v.configs[static_cast<size_t>(config)];
   if (f.regenerated && !c.recompute) return 0;

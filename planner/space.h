@@ -231,7 +231,11 @@ class StrategySpace {
   };
   std::vector<Flight> flights_;
   std::vector<int> param_flight_;  // per variable: its flight when a ZeRO-2 parameter has one, else -1
-  double flight_bytes(const Flight& f, int config) const;
+  double flight_bytes(const Flight& f, int config) const;     // flight_bytes_'s entry
+  double flight_bytes_of(const Flight& f, int config) const;  // computed from the layouts
+  // Per link, per configuration of its writer (from) and of its reader (to): the tensor's bytes
+  // in that layout; per flight, per configuration of its variable: flight_bytes_of.
+  std::vector<std::vector<double>> link_from_bytes_, link_to_bytes_, flight_bytes_;
   std::vector<bool> is_output_;
   std::vector<int> tensor_var_;  // per tensor: the variable standing for it (param, input, tensor), or -1
   std::vector<bool> linked_;     // per tensor: its producer reaches its readers through links
