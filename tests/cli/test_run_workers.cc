@@ -136,7 +136,7 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
   }
 }
 
-TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run") {
+TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run, and resumes to the bit") {
   // bfloat16 rounds partial sums and gradients where the workers exchange them, so the losses
   // follow the one-device bf16 run to relative 2e-3 (tests/runtime/test_sharded.cc says why); the
   // model state per worker (bf16 weights and gradients, float32 masters and Adam's moments, ZeRO-2
@@ -173,6 +173,19 @@ TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point fol
     REQUIRE_MESSAGE(r.code == 0, r.err);
     close(report);
   }
+  // Saved after three steps on 2 workers (the float32 masters and Adam's moments, gathered) and
+  // resumed on 2 workers at the same point: the same losses as six steps in one run, to the bit.
+  const std::string opt2 = " --gpus 2 --batch 4 --dtype bf16" + kData;
+  Result six = sh(kBin + " run " + kGpt + " --steps 6" + opt2 + " --report " + dir.path + "/six.json", dir.path);
+  REQUIRE_MESSAGE(six.code == 0, six.err);
+  Result first = sh(kBin + " run " + kGpt + " --steps 3" + opt2 + " --save " + dir.path + "/ck.onnx", dir.path);
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  Result rest = sh(kBin + " run " + kGpt + " --steps 3" + opt2 + " --resume " + dir.path + "/ck.onnx --report " + dir.path + "/rest.json", dir.path);
+  REQUIRE_MESSAGE(rest.code == 0, rest.err);
+  const std::vector<double> all = losses(dir.path + "/six.json"), tail = losses(dir.path + "/rest.json");
+  REQUIRE(all.size() == 6);
+  REQUIRE(tail.size() == 3);
+  for (size_t k = 0; k < 3; ++k) CHECK(tail[k] == all[3 + k]);
 }
 
 TEST_CASE("run --save on 2 workers, --resume on 4 workers or one device: the training goes on as if uninterrupted") {
