@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <cstdio>
 #include <cstdlib>
@@ -177,16 +178,18 @@ struct AsyncState {
   std::mutex m;
   std::condition_variable cv;
   bool done = false;
-  std::string error;  // non-empty: the collective failed
+  bool failed = false;
+  std::string error;  // why, when failed
   Group group;
   int rank = 0;
 };
 
-void finish(AsyncState& st, std::string error) {
+void finish(AsyncState& st, std::optional<std::string> error) {
   {
     std::lock_guard<std::mutex> lock(st.m);
     st.done = true;
-    st.error = std::move(error);
+    st.failed = error.has_value();
+    st.error = error.value_or("");
   }
   st.cv.notify_all();
 }
@@ -197,7 +200,7 @@ class AsyncPending final : public Pending {
   ~AsyncPending() override { block(); }
   void wait() override {
     block();
-    if (!st_->error.empty()) throw CommError("all_reduce", st_->group, st_->rank, st_->error);
+    if (st_->failed) throw CommError("all_reduce", st_->group, st_->rank, st_->error);
   }
 
  private:
@@ -229,9 +232,15 @@ class AsyncLane {
     }
     cv_.notify_all();
   }
+  // Empty when no collective of the lane failed.
   std::string failed() {
     std::lock_guard<std::mutex> lock(m_);
     return failed_;
+  }
+  // After the communicator failed elsewhere: every collective not yet started fails at once.
+  void poison(const std::string& cause) {
+    std::lock_guard<std::mutex> lock(m_);
+    if (failed_.empty()) failed_ = cause;
   }
 
  private:
@@ -250,19 +259,23 @@ class AsyncLane {
         job = std::move(jobs_.front());
         jobs_.pop_front();
         if (stop_) earlier = "the communicator was destroyed";
-        else if (!failed_.empty()) earlier = "an earlier asynchronous collective failed: " + failed_;
+        else if (!failed_.empty()) earlier = "the communicator failed earlier: " + failed_;
       }
       if (!earlier.empty()) {
-        finish(*job.state, earlier);
+        finish(*job.state, std::move(earlier));
         continue;
       }
-      std::string error;
+      std::optional<std::string> error;
       try {
         job.run();
       } catch (const std::exception& e) {
-        error = e.what();
+        error = std::string(e.what()).empty() ? std::string("unknown error") : std::string(e.what());
+      } catch (...) {
+        error = "unknown error";
+      }
+      if (error) {
         std::lock_guard<std::mutex> lock(m_);
-        failed_ = error;
+        if (failed_.empty()) failed_ = *error;
       }
       job.run = nullptr;  // drops the job's context before the waiter may go on
       finish(*job.state, error);
@@ -324,7 +337,7 @@ class GlooCommunicator final : public Communicator {
     // makes it at the same point of the same call sequence (the store is used by one thread only).
     GroupContext& g = context(group, "all_reduce", lane_contexts_, "a");
     if (!g.context || count == 0) {
-      finish(*st, "");
+      finish(*st, std::nullopt);
       return std::make_unique<AsyncPending>(st);
     }
     if (!lane_) lane_ = std::make_unique<AsyncLane>();
@@ -564,6 +577,7 @@ class GlooCommunicator final : public Communicator {
 
   [[noreturn]] void fail(const char* what, const Group& group, const std::string& cause) {
     failed_ = std::string(what) + " over group " + group.str() + ": " + cause;
+    if (lane_) lane_->poison(failed_);  // what is queued fails at once instead of running on
     contexts_.clear();
     lane_contexts_.clear();
     hd_cache_.clear();

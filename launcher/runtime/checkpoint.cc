@@ -1,5 +1,6 @@
 #include "launcher/runtime/checkpoint.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,13 +17,23 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'O', 'P', 'T', 'O', 'P', 'T', '1'};
 
-// A file written as FILE.part and renamed to FILE by commit(), so that an interrupted save leaves
-// no half file under the final name; bytes are appended as they come (a multi-GiB external data
-// file or optimizer state is never held whole in memory).
+// A file written as FILE.part and renamed to FILE by rename_into_place(), so that an interrupted
+// save leaves no half file under the final name (a .part not renamed is removed); bytes are
+// appended as they come (a multi-GiB external data file or optimizer state is never held whole in
+// memory). A checkpoint's files are all finished before any is renamed, so a save that fails
+// leaves the previous checkpoint's set as it was.
 class PartFile {
  public:
   explicit PartFile(std::string path) : path_(std::move(path)), f_(path_ + ".part", std::ios::binary | std::ios::trunc) {
     if (!f_) throw InputError(path_ + ": cannot be written");
+  }
+  PartFile(const PartFile&) = delete;
+  PartFile& operator=(const PartFile&) = delete;
+  ~PartFile() {
+    if (renamed_) return;
+    f_.close();
+    std::error_code ec;
+    std::filesystem::remove(path_ + ".part", ec);
   }
   void append(const char* bytes, size_t n) {
     f_.write(bytes, static_cast<std::streamsize>(n));
@@ -31,23 +42,21 @@ class PartFile {
   }
   void append(const std::string& bytes) { append(bytes.data(), bytes.size()); }
   size_t size() const { return size_; }
-  void commit() {
+  void finish() {
     f_.close();
     if (!f_) throw InputError(path_ + ": write failed (disk full?)");
+  }
+  void rename_into_place() {
     std::filesystem::rename(path_ + ".part", path_);
+    renamed_ = true;
   }
 
  private:
   std::string path_;
   std::ofstream f_;
   size_t size_ = 0;
+  bool renamed_ = false;
 };
-
-void write_file(const std::string& path, const std::string& bytes) {
-  PartFile f(path);
-  f.append(bytes);
-  f.commit();
-}
 
 std::string host_bytes(const Array& a, Backend& b) {
   std::string s(static_cast<size_t>(a.bytes()), '\0');
@@ -100,8 +109,10 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
     }
   }
   // A weight that was a typed graph input keeps its input entry: the initializer is its default.
-  if (data) data->commit();
-  write_file(path, model.SerializeAsString());
+  if (data) data->finish();
+  PartFile onnx_file(path);
+  onnx_file.append(model.SerializeAsString());
+  onnx_file.finish();
 
   nlohmann::ordered_json head;
   const OptimizerSettings& s = optimizer.settings();
@@ -129,7 +140,16 @@ void save_checkpoint(const std::string& path, const std::string& model_path, con
   for (auto& [t, slots] : optimizer.state()) {
     for (const Array& a : slots) out.append(host_bytes(a, backend));
   }
-  out.commit();
+  out.finish();
+  // Every file is complete: now they take their names, the data first, the model, its state.
+  if (data) data->rename_into_place();
+  onnx_file.rename_into_place();
+  out.rename_into_place();
+  if (!external) {
+    // An earlier save's external data would only mislead whoever looks at the directory.
+    std::error_code ec;
+    std::filesystem::remove((std::filesystem::path(path).parent_path() / data_name).string(), ec);
+  }
 }
 
 bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, std::map<int, Array>& weights,
@@ -153,8 +173,10 @@ bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, 
     if (init->data_location() == onnx::TensorProto::EXTERNAL) {
       std::string location;
       int64_t offset = 0;
+      int64_t length = -1;
       for (const auto& kv : init->external_data()) {
         if (kv.key() == "location") location = kv.value();
+        if (kv.key() == "length") length = std::atoll(kv.value().c_str());
         if (kv.key() == "offset") {
           size_t used = 0;
           try {
@@ -167,7 +189,15 @@ bool load_checkpoint(const std::string& path, const Graph& g, Backend& backend, 
           }
         }
       }
-      std::ifstream f(std::filesystem::path(dir) / location, std::ios::binary);
+      const std::filesystem::path where(location);
+      bool escapes = location.empty() || where.is_absolute();
+      for (const auto& part : where) escapes = escapes || part == "..";
+      if (escapes) throw InputError(path + ": external data of '" + x.name + "' at '" + location + "' is not a file beside the model");
+      if (length >= 0 && length != a.bytes()) {
+        throw InputError(path + ": external data of '" + x.name + "' is " + std::to_string(length) + " bytes, the model's tensor " +
+                         std::to_string(a.bytes()));
+      }
+      std::ifstream f(std::filesystem::path(dir) / where, std::ios::binary);
       bytes.resize(static_cast<size_t>(a.bytes()));
       f.seekg(offset);
       if (!f || !f.read(bytes.data(), a.bytes())) throw InputError(path + ": external data for '" + x.name + "' is missing or short");

@@ -7,7 +7,10 @@
 // external data (protobuf's 2 GiB limit). Then FILE.onnx.optim (format in docs/runtime.md):
 // "TOPTOPT1", a little-endian uint64 header length, a JSON header (optimizer, settings, step,
 // and per state array its tensor name, slot, shape and byte offset), the raw float32 arrays. Every
-// file is written to FILE.part and renamed, so an interrupted save leaves no half file.
+// file is written to FILE.part, and the files are renamed only once all are complete, so an
+// interrupted save leaves no half file and the previous checkpoint's set as it was. An external
+// data location must be a file beside the checkpoint (no absolute path, no "..") of the tensor's
+// length.
 //
 // load_checkpoint reads FILE.onnx's initializers into `weights` by tensor name (every parameter
 // and buffer must be there with its shape: otherwise an InputError says the checkpoint is of
