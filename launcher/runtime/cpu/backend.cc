@@ -145,14 +145,18 @@ double CpuBackend::cross_entropy(const Array& logits, const Array& labels, Array
   for (int64_t r = 0; r < rows; ++r) counted += index_at(labels, r) >= 0;
   const double scale = counted > 0 ? 1.0 / static_cast<double>(counted) : 0.0;
   float* dx = dlogits ? dlogits->data<float>() : nullptr;
+  // Per row, as PyTorch's log_softmax: the exponentials of the shifted logits in float32
+  // (vectorised), summed in float64; the gradient is softmax * scale from the same exponentials.
   parallel_for(rows, 16, threads_, [&](int64_t lo, int64_t hi) {
+    Eigen::ArrayXf e(classes);
     for (int64_t r = lo; r < hi; ++r) {
       const float* row = x + r * classes;
+      const Eigen::Map<const Eigen::ArrayXf> xr(row, classes);
       int64_t label = index_at(labels, r);
-      double mx = *std::max_element(row, row + classes);
-      double sum = 0;
-      for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(row[c]) - mx);
-      double lse = mx + std::log(sum);
+      const float mx = xr.maxCoeff();
+      e = (xr - mx).exp();
+      const double sum = e.cast<double>().sum();
+      const double lse = static_cast<double>(mx) + std::log(sum);
       if (label >= 0) {
         TO_CHECK(label < classes);
         loss[static_cast<size_t>(r)] = lse - row[label];
@@ -163,9 +167,7 @@ double CpuBackend::cross_entropy(const Array& logits, const Array& labels, Array
           std::fill_n(drow, classes, 0.0f);
           continue;
         }
-        for (int64_t c = 0; c < classes; ++c) {
-          drow[c] = static_cast<float>(std::exp(static_cast<double>(row[c]) - lse) * scale);
-        }
+        Eigen::Map<Eigen::ArrayXf>(drow, classes) = e * static_cast<float>(scale / sum);
         drow[label] -= static_cast<float>(scale);
       }
     }
