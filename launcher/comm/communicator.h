@@ -43,6 +43,11 @@
 // and returns a finished Pending; an implementation overlaps where its transport allows (Gloo: a
 // thread of its own; NCCL: a stream of its own).
 //
+// Shutdown: a member that destroys its communicator right after a collective may leave a peer
+// failing in that collective (Gloo's halving-doubling reduce-scatter returns before its last
+// notifications are on the wire); members pass a last barrier (or any blocking collective) first,
+// as `run`'s workers do with their closing all-gather.
+//
 // Thread-safety: none. One thread at a time issues collectives on a communicator, and waits its
 // Pendings; a blocking call returns when its own part of the collective is done (the buffers may
 // be reused then).

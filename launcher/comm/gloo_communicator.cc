@@ -150,6 +150,8 @@ struct GroupContext {
 // scratch; so do uneven counts and other group sizes, for which Gloo's final local copy may
 // memcpy between overlapping ranges (ASan showed it for counts {2,5}).
 constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
+// The slot prefix of direct_reduce_scatter's messages: past Gloo's own (gloo/types.h, 0x01-0x08).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
 constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~32 MiB of scratch
 
 struct HalvingDoubling {
@@ -621,20 +623,36 @@ class GlooCommunicator final : public Communicator {
     const int n = g.context->size, me = g.context->rank;
     const int64_t mine = counts[static_cast<size_t>(me)];
     const size_t piece_bytes = static_cast<size_t>(mine * es);
-    std::vector<int64_t> send_bytes, recv_bytes(static_cast<size_t>(n), mine * es);
-    for (int64_t c : counts) send_bytes.push_back(c * es);
-    scratch_.resize(std::max<size_t>(1, piece_bytes * static_cast<size_t>(n)));
+    std::vector<size_t> offset(static_cast<size_t>(n) + 1, 0);
+    for (int j = 0; j < n; ++j) offset[static_cast<size_t>(j) + 1] = offset[static_cast<size_t>(j)] + static_cast<size_t>(counts[static_cast<size_t>(j)] * es);
+    // Every other member's piece `me` lands in scratch_, one after another; my own piece is read
+    // where it is (an alltoallv would copy it in first). Sends and receives are posted at once on
+    // unbound buffers, under a slot of this call's tag no Gloo collective uses.
+    scratch_.resize(std::max<size_t>(1, piece_bytes * static_cast<size_t>(n - 1)));
     uint8_t dummy = 0;
-    gloo::AlltoallvOptions opts(g.context);
-    opts.setInput(total(counts) ? const_cast<uint8_t*>(static_cast<const uint8_t*>(in)) : &dummy, send_bytes);
-    opts.setOutput(scratch_.data(), recv_bytes);
-    opts.setTag(g.tag);
-    opts.setTimeout(options_.timeout);
-    gloo::alltoallv(opts);
+    auto source = g.context->createUnboundBuffer(offset.back() ? const_cast<void*>(in) : &dummy, std::max<size_t>(1, offset.back()));
+    auto sink = g.context->createUnboundBuffer(scratch_.data(), scratch_.size());
+    const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, g.tag);
+    int sends = 0, recvs = 0;
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      const auto bytes = static_cast<size_t>(counts[static_cast<size_t>(j)] * es);
+      if (bytes > 0) source->send(j, slot, offset[static_cast<size_t>(j)], bytes), ++sends;
+      if (piece_bytes > 0) sink->recv(j, slot, static_cast<size_t>(recvs) * piece_bytes, piece_bytes), ++recvs;
+    }
+    for (int k = 0; k < recvs; ++k)
+      if (!sink->waitRecv(options_.timeout)) throw std::runtime_error("reduce_scatter: a receive was aborted");
+    for (int k = 0; k < sends; ++k)
+      if (!source->waitSend(options_.timeout)) throw std::runtime_error("reduce_scatter: a send was aborted");
     if (mine == 0) return;
     const auto elems = static_cast<size_t>(mine);
-    fn(out, scratch_.data(), scratch_.data() + piece_bytes, elems);
-    for (int k = 2; k < n; ++k) fn(out, out, scratch_.data() + static_cast<size_t>(k) * piece_bytes, elems);
+    const auto* own = static_cast<const uint8_t*>(in) + offset[static_cast<size_t>(me)];
+    if (n == 1) {
+      std::memmove(out, own, piece_bytes);
+      return;
+    }
+    fn(out, own, scratch_.data(), elems);
+    for (int k = 1; k < n - 1; ++k) fn(out, out, scratch_.data() + static_cast<size_t>(k) * piece_bytes, elems);
   }
 
   GlooOptions options_;

@@ -380,6 +380,7 @@ TEST_CASE("comm: collectives along each axis of a 2x2 and a 2x3 mesh, axes inter
       check_all_reduce<float>(*c, g1, DType::F32, "float32 again");  // the cached contexts
       check_all_reduce<float>(*c, c->world(), DType::F32, "float32 world");
       check_reduce_scatter<float>(*c, g0, DType::F32, std::vector<int64_t>(2, 1000), "float32 large");
+      c->barrier(c->world());  // the last collective before the communicator goes (communicator.h)
     });
     check_all_ok(results);
   }
