@@ -143,13 +143,14 @@ struct GroupContext {
 // Reduce-scatters of at most this many input bytes, with equal counts over a power-of-two group,
 // run Gloo's halving-doubling algorithm, built once per (dtype, counts) on a scratch copy of the
 // input and cached (its buffers are registered with the peers, so a run needs no handshake: 2-4x
-// faster than alltoallv on small inputs). It runs on a context of its own per group: on the
+// faster than an alltoallv on small inputs). It runs on a context of its own per group: on the
 // blocking calls' connections its registered buffers stalled the unbound-buffer collectives that
 // followed (a 7 MiB all-gather took 0.4-4 s, both sides idle; GPT-2 small on 2 workers: 208 s a
-// step, 27 s without). Larger inputs run direct_reduce_scatter, as fast there and without the
-// scratch; so do uneven counts and other group sizes, for which Gloo's final local copy may
-// memcpy between overlapping ranges (ASan showed it for counts {2,5}).
-constexpr int64_t kHalvingDoublingMaxBytes = 1 << 20;
+// step, 27 s without). Above 256 KiB direct_reduce_scatter is as fast (1 MiB on 2 processes:
+// within 1% of halving-doubling, whose copies in and out of its scratch cost 16% there); so do
+// uneven counts and other group sizes, for which Gloo's final local copy may memcpy between
+// overlapping ranges (ASan showed it for counts {2,5}).
+constexpr int64_t kHalvingDoublingMaxBytes = 1 << 18;
 // The slot prefix of direct_reduce_scatter's messages: past Gloo's own (gloo/types.h, 0x01-0x08).
 constexpr uint8_t kReduceScatterSlotPrefix = 0x40;
 constexpr size_t kHalvingDoublingCacheEntries = 32;  // per group: at most ~32 MiB of scratch

@@ -16,7 +16,7 @@
 //
 // Algorithms: all_reduce is Gloo's allreduce (ring), all_gather_v Gloo's allgatherv (ring),
 // all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v with equal counts
-// over a power-of-two group and at most 1 MiB of input: Gloo's ReduceScatterHalvingDoubling (an
+// over a power-of-two group and at most 256 KiB of input: Gloo's ReduceScatterHalvingDoubling (an
 // algorithm object of Gloo's older buffer API, built once per group, dtype and counts on a scratch
 // copy of the input, and cached: 32 per group), on a third context of the group (members meet
 // under "h" + the group's key): its registered buffers stall unbound-buffer collectives that share

@@ -280,9 +280,9 @@ void check_collectives(Communicator& c, const Group& g) {
   check_reduce_scatter<float>(c, g, DType::F32, uneven_rs, "float32 uneven");
   check_reduce_scatter<int32_t>(c, g, DType::I32, uneven_rs, "int32 uneven");
   check_reduce_scatter<int64_t>(c, g, DType::I64, equal, "int64 equal");
-  // Equal counts at the halving-doubling limit (1 MiB of float32 input on a power-of-two group)
+  // Equal counts at the halving-doubling limit (256 KiB of float32 input on a power-of-two group)
   // and just over it, twice each: the second call runs the cached algorithm.
-  for (int64_t bytes : {int64_t{1} << 20, (int64_t{1} << 20) + 4 * n})
+  for (int64_t bytes : {int64_t{1} << 18, (int64_t{1} << 18) + 4 * n})
     for (int again = 0; again < 2; ++again)
       check_reduce_scatter<float>(c, g, DType::F32, std::vector<int64_t>(static_cast<size_t>(n), bytes / 4 / n),
                                   "float32 equal, " + std::to_string(bytes) + " bytes");
