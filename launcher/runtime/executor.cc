@@ -92,7 +92,7 @@ std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const Ste
   std::vector<Array> out;
   for (int t : g_.outputs) {
     const Array& v = values_.at(t);
-    out.push_back(v.dtype() == DType::BF16 ? as_f32(v) : v);
+    out.push_back(v.dtype() == DType::BF16 ? float32_copy(backend_, v) : v);
   }
   values_.clear();
   return out;
@@ -119,12 +119,6 @@ void Executor::rerun(size_t i, const StepContext& ctx) {
     if (n.outputs[o] >= 0) values_.emplace(n.outputs[o], std::move(outs[o]));
   }
   rerun_[i] = true;
-}
-
-Array Executor::as_f32(const Array& a) const {
-  Array r(DType::F32, a.shape(), backend_.allocator(), MemoryKind::Transients);
-  backend_.convert(a, r);
-  return r;
 }
 
 DType Executor::storage_dtype(const Tensor& x) const {
@@ -176,13 +170,7 @@ void Executor::run_backward(const StepContext& ctx) {
         if (n.outputs[k] >= 0 && p.need_output[k]) ensure(n.outputs[k], ctx);
       }
       // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
-      std::vector<Array> converted;
-      converted.reserve(n.inputs.size() + 2 * n.outputs.size());
-      auto f32 = [&](const Array* a) -> const Array* {
-        if (!a || a->dtype() != DType::BF16) return a;
-        converted.push_back(as_f32(*a));
-        return &converted.back();
-      };
+      Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
       for (auto& d : dout) d = f32(d);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
@@ -206,7 +194,7 @@ void Executor::run_backward(const StepContext& ctx) {
         din.push_back(&dins[k]);
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, nullptr});
-      converted.clear();  // float32 copies: gone before the gradients are stored
+      f32.clear();  // float32 copies: gone before the gradients are stored
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!p.input_grad[k]) continue;
         int t = n.inputs[k];
@@ -253,7 +241,7 @@ double Executor::train_step(const std::vector<Array>& inputs, const Array& targe
   double loss = 0;
   {
     const Array& kept = values_.at(out);
-    const Array y = kept.dtype() == DType::BF16 ? as_f32(kept) : kept;
+    const Array y = kept.dtype() == DType::BF16 ? float32_copy(backend_, kept) : kept;
     Array dy(y.dtype(), y.shape(), backend_.allocator(), MemoryKind::Transients);
     loss = options_.loss == LossKind::CrossEntropy ? backend_.cross_entropy(y, target, &dy) : backend_.mse(y, target, &dy);
     if (plan_.requires_grad[static_cast<size_t>(out)]) grads_[out] = stored(dy, g_.tensors[static_cast<size_t>(out)], MemoryKind::Transients);

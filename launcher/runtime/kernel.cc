@@ -35,22 +35,26 @@ void apply_state_updates(Backend& backend, const OpKernel& kernel, const Node& n
   }
 }
 
+Array float32_copy(Backend& backend, const Array& a) {
+  Array r(DType::F32, a.shape(), backend.allocator(), MemoryKind::Transients);
+  backend.convert(a, r);
+  return r;
+}
+
+const Array* Float32Args::operator()(const Array* a) {
+  if (!a || a->dtype() != DType::BF16) return a;
+  TO_CHECK(copies_.size() < copies_.capacity());
+  copies_.push_back(float32_copy(backend_, *a));
+  return &copies_.back();
+}
+
 std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node& n, int index, const std::vector<const Array*>& inputs,
                                 const std::vector<OutputSpec>& outputs, OpState& state, const StepContext& ctx,
                                 const ShardInfo* shard, std::map<int, Array>* updates) {
   // bfloat16 inputs as float32 copies; a view (aliases_input) stays a view of what it reads.
-  std::vector<Array> converted;
-  converted.reserve(inputs.size());
+  Float32Args converted(backend, inputs.size());
   std::vector<const Array*> in;
-  for (const Array* a : inputs) {
-    if (a && a->dtype() == DType::BF16 && !k.aliases_input) {
-      converted.emplace_back(DType::F32, a->shape(), backend.allocator(), MemoryKind::Transients);
-      backend.convert(*a, converted.back());
-      in.push_back(&converted.back());
-    } else {
-      in.push_back(a);
-    }
-  }
+  for (const Array* a : inputs) in.push_back(k.aliases_input ? a : converted(a));
   std::vector<Array> outs(outputs.size()), computed(outputs.size());
   std::vector<Array*> out;
   for (size_t o = 0; o < outputs.size(); ++o) {

@@ -113,6 +113,23 @@ struct OutputSpec {
   MemoryKind kind = MemoryKind::Transients;
 };
 
+// `a` (float32 or bfloat16) as a new float32 transient array.
+Array float32_copy(Backend& backend, const Array& a);
+
+// Arguments for a kernel, which computes in float32: a bfloat16 array is handed over as a float32
+// transient copy that lives as long as this object (or until clear()); any other passes as it is.
+// At most `capacity` arrays are converted, so the pointers handed out stay valid.
+class Float32Args {
+ public:
+  Float32Args(Backend& backend, size_t capacity) : backend_(backend) { copies_.reserve(capacity); }
+  const Array* operator()(const Array* a);
+  void clear() { copies_.clear(); }
+
+ private:
+  Backend& backend_;
+  std::vector<Array> copies_;
+};
+
 // One node's forward as both executors run it (kernels compute in float32 whatever the storage):
 // a bfloat16 input is handed over as a float32 transient copy, an output whose storage dtype
 // differs is computed into a float32 transient and stored rounded; a viewing kernel

@@ -233,7 +233,7 @@ double ShardedExecutor::loss_and_gradient(const Array& tl) {
   const Layout loss_layout = loss_layouts().first;
   const Array& y = values_.at(out);
   Array yl = home == loss_layout ? y : move(y, out, home, loss_layout, MemoryKind::Transients);
-  if (yl.dtype() == DType::BF16) yl = as_f32(yl);  // the loss is computed in float32
+  if (yl.dtype() == DType::BF16) yl = float32_copy(backend_, yl);  // the loss is computed in float32
   // Rows held by several workers (replicated axes) count at coordinate 0 of those axes only.
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
   bool counts = true;
@@ -282,12 +282,6 @@ DType ShardedExecutor::storage_dtype(int t) const {
 Array ShardedExecutor::stored(const Array& a, int t, MemoryKind kind) const {
   if (a.dtype() == storage_dtype(t)) return a;
   Array r(storage_dtype(t), a.shape(), backend_.allocator(), kind);
-  backend_.convert(a, r);
-  return r;
-}
-
-Array ShardedExecutor::as_f32(const Array& a) const {
-  Array r(DType::F32, a.shape(), backend_.allocator(), MemoryKind::Transients);
   backend_.convert(a, r);
   return r;
 }
@@ -463,13 +457,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
     if (p.backward && any) {
       if (p.recompute && !rerun_[i]) rerun(i, ctx);
       // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
-      std::vector<Array> converted;
-      converted.reserve(n.inputs.size() + 2 * n.outputs.size());
-      auto f32 = [&](const Array* a) -> const Array* {
-        if (!a || a->dtype() != DType::BF16) return a;
-        converted.push_back(as_f32(*a));
-        return &converted.back();
-      };
+      Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
       for (auto& d : dout) d = f32(d);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;
@@ -491,7 +479,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
         din.push_back(&dins[q]);
       }
       kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
-      converted.clear();  // float32 copies: gone before the gradients are stored
+      f32.clear();  // float32 copies: gone before the gradients are stored
       for (size_t q = 0; q < n.inputs.size(); ++q) {
         if (!p.input_grad[q]) continue;
         const int t = n.inputs[q];

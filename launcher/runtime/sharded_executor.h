@@ -126,7 +126,6 @@ class ShardedExecutor final : public GradientSource {
   DType storage_dtype(int t) const;  // bfloat16 for float tensors under mixed precision
   DType gradient_dtype() const { return bf16_ ? DType::BF16 : DType::F32; }
   Array stored(const Array& a, int t, MemoryKind kind) const;  // a in tensor t's storage dtype
-  Array as_f32(const Array& a) const;                           // a float32 transient copy
   // Node i's kernel on `ins` (its local shards in the layouts it needs); outputs allocated as `kinds`.
   std::vector<Array> run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds, const StepContext& ctx,
                               bool updates);
