@@ -130,11 +130,16 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
 }
 
 // Refuses an attribute whose type disagrees with the op's ONNX schema at the model's opset (a
-// BatchNormalization 'training_mode' given as a GRAPH, say), so no later reader meets it.
+// BatchNormalization 'training_mode' given as a GRAPH, say), and more inputs than the schema takes
+// (an opset-1 ReduceMean with an opset-18 axes input), so no later reader meets them.
 void check_attribute_types(const onnx::NodeProto& np, int64_t opset, const std::string& where) {
   if (!np.domain().empty() && np.domain() != "ai.onnx") return;  // other domains: the catalogue decides
   const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(np.op_type(), static_cast<int>(opset), "");
   if (!schema) return;  // an op ONNX does not know: the catalogue refuses it by name
+  if (np.input_size() > schema->max_input()) {
+    throw InputError(where + ": has " + std::to_string(np.input_size()) + " inputs, but ONNX opset " + std::to_string(opset) +
+                     " takes at most " + std::to_string(schema->max_input()));
+  }
   for (const auto& a : np.attribute()) {
     auto it = schema->attributes().find(a.name());
     if (it == schema->attributes().end() || it->second.type == a.type()) continue;
