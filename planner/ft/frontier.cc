@@ -2,6 +2,8 @@
 #include "planner/ft/frontier.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -150,58 +152,79 @@ size_t first_below(const Frontier::Point* points, size_t n, size_t from, double 
 }
 
 // A sum waiting in union_of_sums' heap, ordered by (time, memory, term, i, j): unique keys, so
-// the order in which sums leave the heap does not depend on the heap's layout.
+// the order in which sums leave the heap does not depend on the heap's layout. `key` is the time
+// as an order-preserving integer (costs are finite), so the usual comparison is one integer
+// compare and only equal times look further.
 struct Head {
+  uint64_t key;
   Cost cost;
   uint32_t term, i, j;
 };
 
+uint64_t time_key(double t) {
+  const uint64_t bits = std::bit_cast<uint64_t>(t + 0.0);  // -0.0 + 0.0 is +0.0
+  return bits >> 63 ? ~bits : bits | (uint64_t{1} << 63);
+}
+
+Head make_head(Cost cost, uint32_t term, uint32_t i, uint32_t j) { return {time_key(cost.time), cost, term, i, j}; }
+
 bool earlier(const Head& x, const Head& y) {
-  if (x.cost.time != y.cost.time) return x.cost.time < y.cost.time;
+  if (x.key != y.key) return x.key < y.key;
   if (x.cost.memory != y.cost.memory) return x.cost.memory < y.cost.memory;
   if (x.term != y.term) return x.term < y.term;
   return x.i != y.i ? x.i < y.i : x.j < y.j;
 }
 
-// Binary min-heap on earlier(); replace_top saves a sift when a list offers its next sum.
+// Binary min-heap on earlier() of slots into `heads` (one per started list, updated in place):
+// sifting moves 4-byte slots, not heads. replace_top re-sifts the top after its head changed.
 class HeadHeap {
  public:
-  void clear() { h_.clear(); }
+  void clear() {
+    heads_.clear();
+    h_.clear();
+  }
   bool empty() const { return h_.empty(); }
-  const Head& top() const { return h_.front(); }
+  const Head& top() const { return heads_[h_.front()]; }
   void push(const Head& x) {
+    const uint32_t slot = static_cast<uint32_t>(heads_.size());
+    heads_.push_back(x);
     size_t i = h_.size();
-    h_.push_back(x);
+    h_.push_back(slot);
     while (i > 0) {
       const size_t parent = (i - 1) / 2;
-      if (!earlier(x, h_[parent])) break;
+      if (!earlier(x, heads_[h_[parent]])) break;
       h_[i] = h_[parent];
       i = parent;
     }
-    h_[i] = x;
+    h_[i] = slot;
   }
   void pop() {
-    const Head last = h_.back();
+    const uint32_t last = h_.back();
     h_.pop_back();
     if (!h_.empty()) sift_down(last);
   }
-  void replace_top(const Head& x) { sift_down(x); }
+  void replace_top(const Head& x) {
+    heads_[h_.front()] = x;
+    sift_down(h_.front());
+  }
 
  private:
-  void sift_down(const Head& x) {
+  void sift_down(uint32_t slot) {
+    const Head& x = heads_[slot];
     const size_t n = h_.size();
     size_t i = 0;
     while (true) {
       size_t child = 2 * i + 1;
       if (child >= n) break;
-      if (child + 1 < n && earlier(h_[child + 1], h_[child])) ++child;
-      if (!earlier(h_[child], x)) break;
+      if (child + 1 < n) child += earlier(heads_[h_[child + 1]], heads_[h_[child]]);
+      if (!earlier(heads_[h_[child]], x)) break;
       h_[i] = h_[child];
       i = child;
     }
-    h_[i] = x;
+    h_[i] = slot;
   }
-  std::vector<Head> h_;
+  std::vector<Head> heads_;
+  std::vector<uint32_t> h_;
 };
 
 }  // namespace
@@ -268,7 +291,7 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
     thread_local std::vector<Head> singles;
     singles.clear();
     for (size_t t = 0; t < terms.size(); ++t) {
-      singles.push_back({terms[t].a[0].cost + terms[t].b[0].cost, static_cast<uint32_t>(t), 0, 0});
+      singles.push_back(make_head(terms[t].a[0].cost + terms[t].b[0].cost, static_cast<uint32_t>(t), 0, 0));
     }
     std::sort(singles.begin(), singles.end(), earlier);
     for (const Head& h : singles) offer(h);
@@ -278,8 +301,8 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
     const Side& s = sides[term];
     const uint32_t l = static_cast<uint32_t>(list);
     const uint32_t p = static_cast<uint32_t>(pos);
-    if (s.a_short) return Head{s.shorter[list].cost + s.longer[pos].cost, term, l, p};
-    return Head{s.longer[pos].cost + s.shorter[list].cost, term, p, l};
+    if (s.a_short) return make_head(s.shorter[list].cost + s.longer[pos].cost, term, l, p);
+    return make_head(s.longer[pos].cost + s.shorter[list].cost, term, p, l);
   };
   for (const SumTerm& t : terms) {
     const bool a_short = t.a.size() <= t.b.size();
