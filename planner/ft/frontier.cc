@@ -151,6 +151,33 @@ size_t first_below(const Frontier::Point* points, size_t n, size_t from, double 
   return lo;
 }
 
+// The first position p >= from of the list a + longer[p] that the leader list l + longer[q] does
+// not beat: no q with (l + longer[q]).time <= (a + longer[p]).time and memory below it (or equal
+// at a lower time). Such sums can never be kept: the leader's sum leaves the heap first and keeps
+// the best memory at or below its own (or it was skipped for a bound already below it), so
+// skipping them changes nothing but the work. q starts at the leader's last kept position (a time
+// no later than any sum still to leave the heap) and only moves forward. Positions searched must
+// also stay below `bound`, as first_below's.
+size_t past_leader(Cost a, const Frontier::Point* longer, size_t n, size_t from, Cost l, const Frontier::Point* lead, size_t ln, size_t q, double bound) {
+  size_t p = from;
+  while (p < n) {
+    const Cost sp = a + longer[p].cost;
+    // The last q with l + lead[q] no slower than sp, by a gallop forward.
+    if ((l + lead[q].cost).time > sp.time) return p;
+    size_t step = 1;
+    while (q + step < ln && (l + lead[q + step].cost).time <= sp.time) {
+      q += step;
+      step *= 2;
+    }
+    for (; step > 1; step /= 2)
+      if (q + step / 2 < ln && (l + lead[q + step / 2].cost).time <= sp.time) q += step / 2;
+    const Cost sq = l + lead[q].cost;
+    if (!(sq.memory < sp.memory || (sq.memory == sp.memory && sq.time < sp.time))) return p;
+    p = first_below(longer, n, p + 1, a.memory, std::min(bound, sq.memory));
+  }
+  return p;
+}
+
 // A sum waiting in union_of_sums' heap, ordered by (time, memory, term, i, j): unique keys, so
 // the order in which sums leave the heap does not depend on the heap's layout. `key` is the time
 // as an order-preserving integer (costs are finite), so the usual comparison is one integer
@@ -263,11 +290,14 @@ class CeilingWalk {
 }  // namespace
 
 void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, const SumCeiling& ceiling) {
+  constexpr uint32_t kNoLeader = UINT32_MAX;
   struct Side {
     const Frontier::Point* shorter;
     const Frontier::Point* longer;
     uint32_t n_short, n_long;
     bool a_short;
+    uint32_t leader = kNoLeader;  // the list of the term's last kept sum, and its position
+    uint32_t leader_pos = 0;
   };
   thread_local std::vector<Side> sides;
   thread_local HeadHeap heap;
@@ -277,6 +307,7 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
   double best = std::numeric_limits<double>::infinity();
   CeilingWalk walk(ceiling);
   double bound = best;  // min(best, the ceiling's memory at the last sum's time)
+  uint32_t lead_term = kNoLeader;  // the term of the last kept sum
   const auto offer = [&](const Head& h) {  // h leaves the heap
     bound = std::min(best, walk.memory_at(h.cost.time));
     if (h.cost.memory < bound) {
@@ -284,6 +315,12 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
       if (!out.empty() && out.back().cost.time == h.cost.time) out.pop_back();
       out.push_back({h.cost, h.term, h.i, h.j});
       bound = best;
+      if (!sides.empty()) {
+        lead_term = h.term;
+        Side& s = sides[h.term];
+        s.leader = s.a_short ? h.i : h.j;
+        s.leader_pos = s.a_short ? h.j : h.i;
+      }
     }
   };
   if (std::all_of(terms.begin(), terms.end(), [](const SumTerm& t) { return t.a.size() == 1 && t.b.size() == 1; })) {
@@ -320,7 +357,11 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
     const Side& s = sides[h.term];
     const size_t list = s.a_short ? h.i : h.j;
     const size_t pos = s.a_short ? h.j : h.i;
-    const size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, bound);
+    size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, bound);
+    if (lead_term != kNoLeader && !(lead_term == h.term && s.leader == list) && next_pos < s.n_long) {
+      const Side& ls = sides[lead_term];
+      next_pos = past_leader(s.shorter[list].cost, s.longer, s.n_long, next_pos, ls.shorter[ls.leader].cost, ls.longer, ls.n_long, ls.leader_pos, bound);
+    }
     if (next_pos < s.n_long) {
       heap.replace_top(head(h.term, list, next_pos));
     } else {
