@@ -265,7 +265,10 @@ class HeadHeap {
 // then its list moves to the next position that could still beat the best, and, if it was its
 // list's first sum, the next list that could (its memory at the longer side's last point beats
 // the best) is queued. Every sum skipped has time >= the popped one and memory >= the best, so
-// it is weakly dominated by a kept point.
+// it is weakly dominated by a kept point. The list that made the last kept sum (the leader) also
+// moves the others on before they re-enter the heap: a position whose sum one of the leader's
+// later sums beats (past_leader) is skipped, so lists that trail the leader for a stretch cost a
+// gallop instead of a heap pop per position (GPT-2 XL's factors: from 12 pops per kept sum to 3).
 namespace {
 
 // The least memory a sum of time >= t may have without being above the ceiling; t must not

@@ -4,7 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "planner/ft/frontier.h"
@@ -230,6 +232,66 @@ TEST_CASE("frontier: union_of_sums with a ceiling is the frontier less the sums 
   }
   CHECK(dropped > 100);  // the ceiling cuts
   CHECK(kept > 100);     // and leaves some
+}
+
+TEST_CASE("frontier: union_of_sums on long frontiers keeps what sorting every sum keeps, choices included") {
+  // Long, jagged frontiers make lists that trail one another for long stretches (the sums the
+  // leading list beats are skipped before they reach the heap); half the rounds have integer
+  // costs, so equal sums across terms and lists are common.
+  uint64_t state = 13;
+  const auto staircase = [&](int n, bool integral) {
+    std::vector<Cost> costs;
+    double t = static_cast<double>(next_random(state) % 5), m = 4000;
+    for (int i = 0; i < n; ++i) {
+      const double dt = 1 + static_cast<double>(next_random(state) % 7), dm = 1 + static_cast<double>(next_random(state) % 9);
+      t += integral ? dt : dt * 1.37;
+      m -= integral ? dm : dm * 0.91;
+      costs.push_back({t, m});
+    }
+    return make(costs);
+  };
+  int skipped = 0;
+  for (int round = 0; round < 60; ++round) {
+    const bool integral = round % 2 == 0;
+    const int n_terms = 1 + static_cast<int>(next_random(state) % 6);
+    std::vector<Frontier> a, b;
+    std::vector<SumTerm> terms;
+    for (int t = 0; t < n_terms; ++t) {
+      a.push_back(staircase(1 + static_cast<int>(next_random(state) % 40), integral));
+      b.push_back(staircase(50 + static_cast<int>(next_random(state) % 250), integral));
+      if (next_random(state) % 2) std::swap(a.back(), b.back());
+    }
+    for (int t = 0; t < n_terms; ++t) terms.push_back({a[static_cast<size_t>(t)].points(), b[static_cast<size_t>(t)].points()});
+    // The definition: every sum in (time, memory, term, i, j) order, kept when below all kept.
+    std::vector<SumChoice> all;
+    for (size_t t = 0; t < terms.size(); ++t)
+      for (uint32_t i = 0; i < terms[t].a.size(); ++i)
+        for (uint32_t j = 0; j < terms[t].b.size(); ++j)
+          all.push_back({terms[t].a[i].cost + terms[t].b[j].cost, static_cast<uint32_t>(t), i, j});
+    std::sort(all.begin(), all.end(), [](const SumChoice& x, const SumChoice& y) {
+      return std::tie(x.cost.time, x.cost.memory, x.term, x.i, x.j) < std::tie(y.cost.time, y.cost.memory, y.term, y.i, y.j);
+    });
+    std::vector<SumChoice> expected;
+    double best = std::numeric_limits<double>::infinity();
+    for (const SumChoice& c : all) {
+      if (c.cost.memory >= best) continue;
+      best = c.cost.memory;
+      expected.push_back(c);
+    }
+    std::vector<SumChoice> got;
+    union_of_sums(terms, got);
+    CAPTURE(round);
+    REQUIRE(got.size() == expected.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      CAPTURE(k);
+      CHECK(got[k].cost == expected[k].cost);
+      CHECK(got[k].term == expected[k].term);
+      CHECK(got[k].i == expected[k].i);
+      CHECK(got[k].j == expected[k].j);
+    }
+    skipped += static_cast<int>(all.size() - got.size());
+  }
+  CHECK(skipped > 10000);
 }
 
 TEST_CASE("frontier: union_of_sums keeps the lowest (term, i, j) of equal costs") {
