@@ -299,8 +299,6 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
     const Frontier::Point* longer;
     uint32_t n_short, n_long;
     bool a_short;
-    uint32_t leader = kNoLeader;  // the list of the term's last kept sum, and its position
-    uint32_t leader_pos = 0;
   };
   thread_local std::vector<Side> sides;
   thread_local HeadHeap heap;
@@ -310,7 +308,10 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
   double best = std::numeric_limits<double>::infinity();
   CeilingWalk walk(ceiling);
   double bound = best;  // min(best, the ceiling's memory at the last sum's time)
-  uint32_t lead_term = kNoLeader;  // the term of the last kept sum
+  // The leader: the term, list and position of the last kept sum.
+  struct Leader {
+    uint32_t term = kNoLeader, list = 0, pos = 0;
+  } lead;
   const auto offer = [&](const Head& h) {  // h leaves the heap
     bound = std::min(best, walk.memory_at(h.cost.time));
     if (h.cost.memory < bound) {
@@ -319,10 +320,8 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
       out.push_back({h.cost, h.term, h.i, h.j});
       bound = best;
       if (!sides.empty()) {
-        lead_term = h.term;
-        Side& s = sides[h.term];
-        s.leader = s.a_short ? h.i : h.j;
-        s.leader_pos = s.a_short ? h.j : h.i;
+        const Side& s = sides[h.term];
+        lead = {h.term, s.a_short ? h.i : h.j, s.a_short ? h.j : h.i};
       }
     }
   };
@@ -361,9 +360,10 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
     const size_t list = s.a_short ? h.i : h.j;
     const size_t pos = s.a_short ? h.j : h.i;
     size_t next_pos = first_below(s.longer, s.n_long, pos + 1, s.shorter[list].cost.memory, bound);
-    if (lead_term != kNoLeader && !(lead_term == h.term && s.leader == list) && next_pos < s.n_long) {
-      const Side& ls = sides[lead_term];
-      next_pos = past_leader(s.shorter[list].cost, s.longer, s.n_long, next_pos, ls.shorter[ls.leader].cost, ls.longer, ls.n_long, ls.leader_pos, bound);
+    if (lead.term != kNoLeader && !(lead.term == h.term && lead.list == list) && next_pos < s.n_long) {
+      const Side& ls = sides[lead.term];
+      next_pos = past_leader(s.shorter[list].cost, s.longer, s.n_long, next_pos, ls.shorter[lead.list].cost, ls.longer,
+                             ls.n_long, lead.pos, bound);
     }
     if (next_pos < s.n_long) {
       heap.replace_top(head(h.term, list, next_pos));
