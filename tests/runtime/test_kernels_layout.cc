@@ -96,6 +96,16 @@ void transpose(std::vector<KernelCase>& cases) {
     cases.push_back({.op = "Transpose", .name = "Transpose [3,40,50] tiled", .model = b});
   }
   {
+    // 8 x 8 register blocks inside several tiles, ragged on both axes (67 = 2 x 32 + 3 rows,
+    // 141 = 128 + 13 columns), and with the transposed axes apart from a middle one.
+    ModelBuilder b;
+    b.input("x", {67, 141}).node("Transpose", {"x"}, {"y"}).attr("perm", std::vector<int64_t>{1, 0}).output("y");
+    cases.push_back({.op = "Transpose", .name = "Transpose [67,141] in 8x8 blocks", .model = b});
+    ModelBuilder c;
+    c.input("x", {2, 17, 3, 24}).node("Transpose", {"x"}, {"y"}).attr("perm", std::vector<int64_t>{0, 3, 2, 1}).output("y");
+    cases.push_back({.op = "Transpose", .name = "Transpose [2,17,3,24] perm [0,3,2,1]", .model = c});
+  }
+  {
     // Attention's [B,T,H,D] -> [B,H,T,D]: rows of D copied whole; a size-1 axis dropped.
     ModelBuilder b;
     b.input("x", {2, 5, 1, 3, 4}).node("Transpose", {"x"}, {"y"}).attr("perm", std::vector<int64_t>{0, 3, 2, 1, 4}).output("y");

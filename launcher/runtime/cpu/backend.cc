@@ -228,16 +228,28 @@ void CpuBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v,
   const auto bc2_sqrt = static_cast<float>(std::sqrt(bc2));
   const auto eps = static_cast<float>(s.eps), wd = static_cast<float>(s.weight_decay);
   const auto decay = static_cast<float>(1.0 - s.lr * s.weight_decay);
-  parallel_for(weight.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+  // One pass over four distinct arrays: restrict-qualified, the constants copied in (a float
+  // captured by reference might alias the arrays) and the decay form chosen outside the loop, it
+  // vectorises; it had stayed scalar.
+  const auto update = [=]<bool kDecoupled>(int64_t lo, int64_t hi) {
+    float* __restrict wr = w;
+    const float* __restrict gr = g;
+    float* __restrict mr = mm;
+    float* __restrict vr = vv;
     for (int64_t i = lo; i < hi; ++i) {
-      float gi = g[i];
-      if (s.decoupled) w[i] *= decay;
-      else gi += wd * w[i];
-      mm[i] = b1 * mm[i] + (1 - b1) * gi;
-      vv[i] = b2 * vv[i] + (1 - b2) * gi * gi;
-      float denom = std::sqrt(vv[i]) / bc2_sqrt + eps;
-      w[i] -= step_size * mm[i] / denom;
+      float gi = gr[i], wi = wr[i];
+      if constexpr (kDecoupled) wi *= decay;
+      else gi += wd * wi;
+      const float mi = b1 * mr[i] + (1 - b1) * gi;
+      const float vi = b2 * vr[i] + (1 - b2) * gi * gi;
+      mr[i] = mi;
+      vr[i] = vi;
+      wr[i] = wi - step_size * mi / (std::sqrt(vi) / bc2_sqrt + eps);
     }
+  };
+  parallel_for(weight.numel(), 1 << 14, threads_, [&](int64_t lo, int64_t hi) {
+    if (s.decoupled) update.template operator()<true>(lo, hi);
+    else update.template operator()<false>(lo, hi);
   });
 }
 

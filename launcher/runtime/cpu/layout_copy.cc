@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#ifdef __AVX2__
+#include <immintrin.h>
+#endif
 
 #include "launcher/runtime/cpu/util.h"
 
@@ -25,6 +28,35 @@ bool all_zero(const void* value, int64_t esize) {
   }
   return true;
 }
+
+// Transposes an 8 x 8 block of 4-byte elements: row r of src (stride ss) becomes column r of dst
+// (stride ds), in registers (AVX2), so both sides move whole 32-byte rows.
+#ifdef __AVX2__
+// (The intrinsics' vector types may alias any type, so 4-byte elements of any kind move through
+// them unchanged.)
+void transpose8x8(const void* src, int64_t ss, void* dst, int64_t ds) {
+  const auto* s = static_cast<const float*>(src);
+  auto* d = static_cast<float*>(dst);
+  const __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ss), r2 = _mm256_loadu_ps(s + 2 * ss),
+               r3 = _mm256_loadu_ps(s + 3 * ss), r4 = _mm256_loadu_ps(s + 4 * ss), r5 = _mm256_loadu_ps(s + 5 * ss),
+               r6 = _mm256_loadu_ps(s + 6 * ss), r7 = _mm256_loadu_ps(s + 7 * ss);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+               t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+               t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
+               u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)),
+               u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)), u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2)),
+               u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)), u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
 
 // Decodes a linear index into mixed-radix digits over `dims` (last fastest).
 void decode(int64_t k, const std::vector<int64_t>& dims, std::vector<int64_t>& digits) {
@@ -142,6 +174,19 @@ void permute_typed(const T* src, const Permutation& p, T* dst, int threads) {
         d0 += idx[k] * other_dst[k];
       }
       const int64_t a0 = ia * tile_a, la = std::min(na - a0, tile_a), b0 = ib * tile_b, lb = std::min(nb - b0, tile_b);
+#ifdef __AVX2__
+      if constexpr (sizeof(T) == 4) {
+        // 8 x 8 blocks in registers, straight from src to dst; the ragged edges element by element.
+        const int64_t fa = la / 8 * 8, fb = lb / 8 * 8;
+        const T* s = src + s0 + a0 * sa + b0;
+        T* d = dst + d0 + b0 * db + a0;
+        for (int64_t a = 0; a < fa; a += 8)
+          for (int64_t b = 0; b < fb; b += 8) transpose8x8(s + a * sa + b, sa, d + b * db + a, db);
+        for (int64_t a = 0; a < la; ++a)
+          for (int64_t b = a < fa ? fb : 0; b < lb; ++b) d[b * db + a] = s[a * sa + b];
+        continue;
+      }
+#endif
       for (int64_t a = 0; a < la; ++a) {
         const T* s = src + s0 + (a0 + a) * sa + b0;
         std::memcpy(&buf[static_cast<size_t>(a * tile_b)], s, static_cast<size_t>(lb) * sizeof(T));
