@@ -3,45 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "launcher/runtime/cpu/linear_block_gemm.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
-namespace {
-
-using Stride = Eigen::OuterStride<>;
-using ConstBlock = Eigen::Map<const MatrixRM, 0, Stride>;
-using Block = Eigen::Map<MatrixRM, 0, Stride>;
-
-template <typename OpA, typename OpB>
-void product(Block& c, float alpha, const OpA& a, const OpB& b, float beta) {
-  if (beta == 0.0f) {
-    c.noalias() = (alpha * a) * b;
-    return;
-  }
-  if (beta != 1.0f) c *= beta;
-  c.noalias() += (alpha * a) * b;
-}
-
-// One product on strided matrices (leading dimensions lda, ldb, ldc), on the calling thread
-// (Eigen does not thread a product inside a parallel region).
-void block_gemm(const GemmDims& d, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                int64_t ldc) {
-  Block mc(c, d.m, d.n, Stride(ldc));
-  if (d.k == 0) {
-    if (beta == 0.0f) mc.setZero();
-    else mc *= beta;
-    return;
-  }
-  ConstBlock ma(a, d.ta ? d.k : d.m, d.ta ? d.m : d.k, Stride(lda));
-  ConstBlock mb(b, d.tb ? d.n : d.k, d.tb ? d.k : d.n, Stride(ldb));
-  if (d.ta && d.tb) product(mc, alpha, ma.transpose(), mb.transpose(), beta);
-  else if (d.ta) product(mc, alpha, ma.transpose(), mb, beta);
-  else if (d.tb) product(mc, alpha, ma, mb.transpose(), beta);
-  else product(mc, alpha, ma, mb, beta);
-}
-
-}  // namespace
-
 void gemm(const GemmDims& d, float alpha, const float* a, const float* b, float beta, float* c, int threads) {
   if (d.m == 0 || d.n == 0) return;
   const int64_t lda = d.ta ? d.m : d.k, ldb = d.tb ? d.k : d.n;
