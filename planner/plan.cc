@@ -395,8 +395,23 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       return;
     }
     ms.frontier_points = static_cast<int>(slot.result.points.size());
-    // FT's costs are evaluate()'s sums, so this is space.cost() without summing again.
-    for (const FrontierPoint& p : slot.result.points) slot.costs.push_back({p.cost.time, p.cost.memory + space.workspace(p.assignment)});
+    // Each point's full cost: FT's costs are evaluate()'s sums, so this is space.cost() without
+    // summing again. Points go by time ascending; one whose sum plus the workspace floor already
+    // reaches the least full memory of the faster points is dominated whatever its workspace, so
+    // its step peak is not computed and it is dropped, as is one that its full cost shows
+    // dominated: neither could be on the merged frontier. (On GPT-2 XL's frontiers, whose tails
+    // trade bytes against a workspace that varies by tens of MB, most of the points.)
+    std::vector<FrontierPoint> kept;
+    double least = std::numeric_limits<double>::infinity();
+    for (FrontierPoint& p : slot.result.points) {
+      if (p.cost.memory + floor >= least) continue;
+      const double full = p.cost.memory + space.workspace(p.assignment);
+      if (full >= least) continue;
+      least = full;
+      slot.costs.push_back({p.cost.time, full});
+      kept.push_back(std::move(p));
+    }
+    slot.result.points = std::move(kept);
     ms.ft = slot.result.stats;
   };
   // The first wave: the most promising mesh, and beside it (up to one per hardware thread) the
