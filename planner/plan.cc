@@ -399,8 +399,8 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     // summing again. Points go by time ascending; one whose sum plus the workspace floor already
     // reaches the least full memory of the faster points is dominated whatever its workspace, so
     // its step peak is not computed and it is dropped, as is one that its full cost shows
-    // dominated: neither could be on the merged frontier. (On GPT-2 XL's frontiers, whose tails
-    // trade bytes against a workspace that varies by tens of MB, most of the points.)
+    // dominated: neither could be on the merged frontier. (GPT-2 XL at 64 GPUs: 1,538 of the
+    // mesh [2,32]'s 1,779 points; most meshes keep nearly all theirs, which the merge then thins.)
     std::vector<FrontierPoint> kept;
     double least = std::numeric_limits<double>::infinity();
     for (FrontierPoint& p : slot.result.points) {
