@@ -1,5 +1,6 @@
 // End-to-end: the tensoropt binary as a user runs it — output, JSON keys, exit codes, and one
 // clear line on stderr for every kind of bad input.
+#include <cstdlib>
 #include <doctest/doctest.h>
 
 #include <array>
@@ -387,6 +388,21 @@ std::string write_npy(const std::string& name, const std::string& descr, const s
   f.put(static_cast<char>(len & 0xff)).put(static_cast<char>(len >> 8));
   f << header << std::string(static_cast<size_t>(n * element_bytes), '\0');
   return path;
+}
+
+TEST_CASE("cli: TENSOROPT_GEMM picks the dense product's build, and a bad value is refused before anything runs") {
+  const std::string args = "run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1";
+  ::setenv("TENSOROPT_GEMM", "baseline", 1);
+  Result base = run(args);
+  ::setenv("TENSOROPT_GEMM", "no-such-build", 1);
+  Result bad = run(args);
+  ::unsetenv("TENSOROPT_GEMM");
+  Result chosen = run(args);
+  REQUIRE_MESSAGE(base.code == 0, base.err);
+  CHECK(has(base.out, "1 thread(s), baseline GEMM;"));
+  check_refused(bad, "TENSOROPT_GEMM=no-such-build");
+  REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
+  CHECK((has(chosen.out, "baseline GEMM;") || has(chosen.out, "avx512 GEMM;")));
 }
 
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {

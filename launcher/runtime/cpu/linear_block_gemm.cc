@@ -1,18 +1,47 @@
 // The choice between block_gemm's builds (linear_block_gemm.h).
 #include "launcher/runtime/cpu/linear_block_gemm.h"
 
+#include <cstdlib>
+#include <string>
+
+#include "graph/error.h"
+
 namespace tensoropt::runtime::cpu {
 namespace {
 
-bool use_avx512() {
+bool processor_has_avx512() {
 #if defined(TENSOROPT_HAVE_AVX512_GEMM) && (defined(__x86_64__) || defined(__i386__))
-  static const bool yes = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl");
-  return yes;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512cd") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
 #else
   return false;
 #endif
+}
+
+// The build to run: TENSOROPT_GEMM=baseline or =avx512 when set, else AVX-512 where it can run.
+bool choose_avx512() {
+  const char* env = std::getenv("TENSOROPT_GEMM");
+  const std::string want = env ? env : "";
+  if (want.empty()) return processor_has_avx512();
+  if (want == "baseline") return false;
+  if (want == "avx512") {
+    if (!processor_has_avx512()) {
+      throw InputError("TENSOROPT_GEMM=avx512: " + std::string(
+#ifdef TENSOROPT_HAVE_AVX512_GEMM
+                                                     "this processor lacks AVX-512 F, BW, CD, DQ or VL"
+#else
+                                                     "this build has no AVX-512 GEMM (the compiler could not target x86-64-v4)"
+#endif
+                                                     ));
+    }
+    return true;
+  }
+  throw InputError("TENSOROPT_GEMM=" + want + ": expected baseline or avx512 (or unset: AVX-512 where the processor has it)");
+}
+
+bool use_avx512() {
+  static const bool yes = choose_avx512();
+  return yes;
 }
 
 }  // namespace

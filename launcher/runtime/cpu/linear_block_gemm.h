@@ -5,6 +5,10 @@
 // code (results are reproducible run to run on one machine; AVX-512 sums in another order, so its
 // last bits differ from the baseline's).
 //
+// TENSOROPT_GEMM=baseline (or =avx512) in the environment forces a build; another value, or
+// avx512 where it cannot run, is an InputError from the first call of block_gemm or
+// block_gemm_isa (run calls the latter before its first step).
+//
 // block_gemm: C[m,n] = alpha·op(A)·op(B) + beta·C on strided row-major matrices (leading
 // dimensions lda, ldb, ldc; op(A) [m,k], op(B) [k,n], A stored [k,m] with d.ta, B [n,k] with d.tb).
 // k == 0 scales C by beta. Thread-safe (no shared state but the choice).
