@@ -119,12 +119,12 @@ Coverage coverage(std::span<const Frontier::Point> a, std::span<const Frontier::
 
 namespace {
 
-// The first p in [from, n) with base + points[p].memory < bound, or n. Along a frontier memory
-// descends, so the test is monotone in p (rounding included); a gallop from `from` finds the
-// answer in O(log distance), usually one probe.
-size_t first_below(const Frontier::Point* points, size_t n, size_t from, double base, double bound) {
+// The first p in [from, n) for which `holds` is true, or n, where `holds` is false then true along
+// [from, n) (monotone): a gallop from `from` finds it in O(log distance), usually one probe.
+template <typename Pred>
+size_t first_true(size_t n, size_t from, const Pred& holds) {
   if (from >= n) return n;
-  if (base + points[from].cost.memory < bound) return from;
+  if (holds(from)) return from;
   size_t bad = from;  // known to fail
   size_t step = 1;
   size_t probe = n;
@@ -134,7 +134,7 @@ size_t first_below(const Frontier::Point* points, size_t n, size_t from, double 
       probe = n;
       break;
     }
-    if (base + points[probe].cost.memory < bound) break;
+    if (holds(probe)) break;
     bad = probe;
     step *= 2;
   }
@@ -142,13 +142,19 @@ size_t first_below(const Frontier::Point* points, size_t n, size_t from, double 
   size_t hi = probe;  // the answer lies in [lo, hi]; hi == n stands for none
   while (lo < hi) {
     const size_t mid = lo + (hi - lo) / 2;
-    if (base + points[mid].cost.memory < bound) {
+    if (holds(mid)) {
       hi = mid;
     } else {
       lo = mid + 1;
     }
   }
   return lo;
+}
+
+// The first p in [from, n) with base + points[p].memory < bound, or n. Along a frontier memory
+// descends, so the test is monotone in p (rounding included).
+size_t first_below(const Frontier::Point* points, size_t n, size_t from, double base, double bound) {
+  return first_true(n, from, [&](size_t p) { return base + points[p].cost.memory < bound; });
 }
 
 // The first position p >= from of the list a + longer[p] that the leader list l + longer[q] does
@@ -162,15 +168,9 @@ size_t past_leader(Cost a, const Frontier::Point* longer, size_t n, size_t from,
   size_t p = from;
   while (p < n) {
     const Cost sp = a + longer[p].cost;
-    // The last q with l + lead[q] no slower than sp, by a gallop forward.
+    // The last q with l + lead[q] no slower than sp (times ascend along the list).
     if ((l + lead[q].cost).time > sp.time) return p;
-    size_t step = 1;
-    while (q + step < ln && (l + lead[q + step].cost).time <= sp.time) {
-      q += step;
-      step *= 2;
-    }
-    for (; step > 1; step /= 2)
-      if (q + step / 2 < ln && (l + lead[q + step / 2].cost).time <= sp.time) q += step / 2;
+    q = first_true(ln, q + 1, [&](size_t k) { return (l + lead[k].cost).time > sp.time; }) - 1;
     const Cost sq = l + lead[q].cost;
     if (!(sq.memory < sp.memory || (sq.memory == sp.memory && sq.time < sp.time))) return p;
     p = first_below(longer, n, p + 1, a.memory, std::min(bound, sq.memory));
