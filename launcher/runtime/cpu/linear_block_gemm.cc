@@ -25,15 +25,12 @@ bool choose_avx512() {
   if (want.empty()) return processor_has_avx512();
   if (want == "baseline") return false;
   if (want == "avx512") {
-    if (!processor_has_avx512()) {
-      throw InputError("TENSOROPT_GEMM=avx512: " + std::string(
 #ifdef TENSOROPT_HAVE_AVX512_GEMM
-                                                     "this processor lacks AVX-512 F, BW, CD, DQ or VL"
+    const char* why = "this processor lacks AVX-512 F, BW, CD, DQ or VL";
 #else
-                                                     "this build has no AVX-512 GEMM (the compiler could not target x86-64-v4)"
+    const char* why = "this build has no AVX-512 GEMM (the compiler could not target x86-64-v4)";
 #endif
-                                                     ));
-    }
+    if (!processor_has_avx512()) throw InputError(std::string("TENSOROPT_GEMM=avx512: ") + why);
     return true;
   }
   throw InputError("TENSOROPT_GEMM=" + want + ": expected baseline or avx512 (or unset: AVX-512 where the processor has it)");
