@@ -14,6 +14,7 @@
 
 #include "graph/error.h"
 #include "planner/baselines.h"
+#include "planner/ft/branch.h"
 #include "planner/ft/elimination_order.h"
 #include "planner/ft/ft_bounds.h"
 #include "planner/ft/parallel.h"
@@ -55,37 +56,14 @@ Cost time_first(Cost c) { return {c.time + c.memory * 1e-15, 0}; }
 std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const StrategySpace& space,
                                                                      const std::vector<std::vector<int>>& allowed,
                                                                      bool time_only) {
-  const Problem& full = space.problem();
-  const int n = full.num_nodes();
-  std::vector<std::vector<int>> keep(static_cast<size_t>(n));
-  for (int v = 0; v < n; ++v) {
-    auto& k = keep[static_cast<size_t>(v)];
-    if (static_cast<size_t>(v) < allowed.size() && !allowed[static_cast<size_t>(v)].empty()) {
-      k = allowed[static_cast<size_t>(v)];
-    } else {
-      for (int c = 0; c < full.num_configs(v); ++c) k.push_back(c);
-    }
-  }
-  Problem sub;
-  for (int v = 0; v < n; ++v) {
-    std::vector<Cost> costs;
-    for (int k : keep[static_cast<size_t>(v)]) costs.push_back(full.node_cost[static_cast<size_t>(v)][static_cast<size_t>(k)]);
-    if (time_only)
+  Narrowed sub = narrow(space.problem(), allowed);
+  if (time_only) {
+    for (auto& costs : sub.problem.node_cost)
       for (Cost& c : costs) c = time_first(c);
-    sub.node_cost.push_back(std::move(costs));
+    for (Problem::Edge& e : sub.problem.edges)
+      for (Cost& c : e.cost) c = time_first(c);
   }
-  for (const Problem::Edge& e : full.edges) {
-    Problem::Edge s;
-    s.u = e.u;
-    s.v = e.v;
-    const size_t kv = static_cast<size_t>(full.num_configs(e.v));
-    for (int a : keep[static_cast<size_t>(e.u)])
-      for (int b : keep[static_cast<size_t>(e.v)]) s.cost.push_back(e.cost[static_cast<size_t>(a) * kv + static_cast<size_t>(b)]);
-    if (time_only)
-      for (Cost& c : s.cost) c = time_first(c);
-    sub.edges.push_back(std::move(s));
-  }
-  return {std::move(sub), std::move(keep)};
+  return {std::move(sub.problem), std::move(sub.keep)};
 }
 
 // The Pareto set of points from several solves: sorted by (time, memory), stable, so among equal
@@ -336,7 +314,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
       ft.order = slot.order;
       ft.bounds = slot.bounds;
       try {
-        return solve_ft(slot.space->problem(), ft);
+        return solve_ft_branched(slot.space->problem(), ft);
       } catch (const FtMemoryLimit&) {
         throw;
       } catch (const std::length_error&) {

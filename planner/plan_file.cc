@@ -238,6 +238,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
     for (const MeshStats& m : f.meshes)
       meshes.push_back({{"mesh", m.mesh}, {"variables", m.variables}, {"configurations", m.configurations},
                         {"frontier_points", m.frontier_points}, {"ft_seconds", m.ft.seconds}, {"width", m.ft.width},
+                        {"branches", m.ft.branches}, {"branches_left_out", m.ft.branches_left_out},
                         {"peak_bytes", m.ft.peak_bytes},
                         {"exact", m.approximation.empty()}, {"approximation", m.approximation}});
     fj["planner"] = {{"seconds", f.seconds}, {"peak_bytes", f.peak_bytes}, {"meshes", meshes}, {"skipped", f.skipped}};

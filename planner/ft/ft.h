@@ -139,6 +139,8 @@ struct FtStats {
   int64_t provenance_records = 0;
   int parallel_steps = 0;            // eliminations whose entries were built on several threads
   int replayed_steps = 0;            // eliminations that replayed an earlier one's (options.reuse)
+  int branches = 0;                  // solve_ft_branched (branch.h): FT solves
+  int branches_left_out = 0;         // and what it left out unsolved, every strategy beaten
   double seconds = 0;
 };
 

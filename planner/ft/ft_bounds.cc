@@ -45,7 +45,9 @@ struct Record {
 // in creation order, and the step's table gets id (nodes + edges + step).
 class Elimination {
  public:
-  Elimination(const Problem& problem, const EliminationOrder& order, const Weights& weights)
+  // keep = false: each table's values are released once a step consumed them, so only minima()
+  // may be asked (the elimination's live tables, not all of them, are held at once).
+  Elimination(const Problem& problem, const EliminationOrder& order, const Weights& weights, bool keep = true)
       : problem_(problem), order_(order), weights_(weights), n_(weights.size()) {
     const int n = problem.num_nodes();
     if (order.order.size() != static_cast<size_t>(n) || order.scopes.size() != order.order.size()) {
@@ -119,16 +121,30 @@ class Elimination {
       }
       add(std::move(t));
       live.push_back(true);
+      if (!keep)
+        for (int id : consumed) std::vector<double>().swap(tables_[static_cast<size_t>(id)].value);
     }
+  }
+
+  // Each objective's minimum over all strategies: the sum of the tables of finished components
+  // (empty scopes), which no step consumes.
+  std::vector<double> minima() const {
+    std::vector<double> sum(n_, 0.0);
+    for (size_t s = 0; s < order_.order.size(); ++s)
+      if (order_.scopes[s].empty()) add(sum, created(s), 0);
+    return sum;
   }
 
   // Outside minima of every step's table (see ft_bounds.h), [step][entry * objectives + o].
   std::vector<std::vector<double>> outside() const { return n_ == 2 ? outside_for<2>() : outside_for<0>(); }
 
+  // outside_for's pass, which goes backwards, stops after step `first`: the tables of steps
+  // before it are left empty.
+
   // outside() with W objectives known at compile time (0: n_, at run time), so the inner loops
   // over objectives unroll for the usual two.
   template <size_t W>
-  std::vector<std::vector<double>> outside_for() const {
+  std::vector<std::vector<double>> outside_for(size_t first = 0) const {
     std::vector<std::vector<double>> out(tables_.size());
     const size_t steps = order_.order.size();
     // Finished components: each one's outside is the sum of the others' minima.
@@ -141,7 +157,7 @@ class Elimination {
         if (t != s) add(other, created(t), 0);
       out[static_cast<size_t>(first_created_) + s] = other;
     }
-    for (size_t s = steps; s-- > 0;) {
+    for (size_t s = steps; s-- > first;) {
       const std::vector<double>& mine = out[static_cast<size_t>(first_created_) + s];
       const std::vector<int>& consumed = consumed_[s];
       const Joint j = joint(s);
@@ -195,6 +211,27 @@ class Elimination {
     std::vector<std::vector<double>> steps_out;
     for (size_t s = 0; s < steps; ++s) steps_out.push_back(std::move(out[static_cast<size_t>(first_created_) + s]));
     return steps_out;
+  }
+
+  // For each configuration k of `node`, each objective's least value over the strategies with
+  // node = k ([k * objectives + o]): at the step eliminating node, the consumed tables' sum at
+  // (entry, k) plus the entry's outside minimum, least over the entries.
+  std::vector<double> node_minima(int node) const {
+    const size_t s = static_cast<size_t>(std::find(order_.order.begin(), order_.order.end(), node) - order_.order.begin());
+    const std::vector<std::vector<double>> outside_all = outside_for<0>(s + 1);
+    const std::vector<double>& outer = outside_all[s];
+    const Joint j = joint(s);
+    std::vector<const double*> values;
+    for (int id : consumed_[s]) values.push_back(tables_[static_cast<size_t>(id)].value.data());
+    const size_t kx = static_cast<size_t>(j.configs.back());
+    std::vector<double> best(kx * n_, kInf), acc(kx * n_);
+    for_each_entry(j, [&](int64_t entry, const int64_t* at, const int64_t* xs, int k_count) {
+      sum_over_x(values, at, xs, k_count, n_, acc.data());
+      const double* o = outer.data() + entry * static_cast<int64_t>(n_);
+      for (size_t k = 0; k < kx; ++k)
+        for (size_t w = 0; w < n_; ++w) best[k * n_ + w] = std::min(best[k * n_ + w], acc[k * n_ + w] + o[w]);
+    });
+    return best;
   }
 
   // The assignment achieving objective o's minimum, decoded backwards.
@@ -400,6 +437,31 @@ std::vector<std::vector<int>> weighted_optima(const Problem& problem, const Elim
   if (weights.empty()) return out;
   const Elimination e(problem, order, weights);
   for (size_t o = 0; o < weights.size(); ++o) out.push_back(e.argmin(o));
+  return out;
+}
+
+std::vector<double> weighted_minima(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& weights) {
+  for (Cost w : weights) {
+    if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
+      throw std::invalid_argument("weighted_minima: weights must be finite, non-negative and not both zero");
+    }
+  }
+  if (weights.empty()) return {};
+  return Elimination(problem, order, weights, /*keep=*/false).minima();
+}
+
+std::vector<std::vector<double>> node_minima(const Problem& problem, const EliminationOrder& order, int node,
+                                             const std::vector<Cost>& weights) {
+  if (node < 0 || node >= problem.num_nodes()) throw std::invalid_argument("node_minima: no node " + std::to_string(node));
+  for (Cost w : weights) {
+    if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
+      throw std::invalid_argument("node_minima: weights must be finite, non-negative and not both zero");
+    }
+  }
+  std::vector<std::vector<double>> out(static_cast<size_t>(problem.num_configs(node)));
+  if (weights.empty()) return out;
+  const std::vector<double> flat = Elimination(problem, order, weights).node_minima(node);
+  for (size_t k = 0; k < out.size(); ++k) out[k].assign(flat.begin() + static_cast<int64_t>(k * weights.size()), flat.begin() + static_cast<int64_t>((k + 1) * weights.size()));
   return out;
 }
 

@@ -67,6 +67,18 @@ class KnownCosts {
   bool integral_memory_ = true;
 };
 
+// Each weight's least weighted cost over all strategies, as weighted_optima's elimination sums it
+// (evaluate() of its assignment may differ in the last bits), holding only the elimination's live
+// tables: memory for a few steps' tables, not all of them, so cheap for many weights at once.
+[[nodiscard]] std::vector<double> weighted_minima(const Problem& problem, const EliminationOrder& order,
+                                                  const std::vector<Cost>& weights);
+
+// For each configuration k of `node`, each weight's least weighted cost over the strategies that
+// give node configuration k ([k][weight]), by the same elimination and its outside minima: the
+// min-marginals of one node, for the cost of one weighted_optima run.
+[[nodiscard]] std::vector<std::vector<double>> node_minima(const Problem& problem, const EliminationOrder& order, int node,
+                                                           const std::vector<Cost>& weights);
+
 [[nodiscard]] std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
                                                             const std::vector<Cost>& weights);
 

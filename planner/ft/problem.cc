@@ -108,4 +108,37 @@ Cost detail::evaluate_unchecked(const Problem& problem, const std::vector<int>& 
   return total;
 }
 
+Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep) {
+  const int n = problem.num_nodes();
+  keep.resize(static_cast<size_t>(n));
+  Narrowed out;
+  for (int v = 0; v < n; ++v) {
+    std::vector<int>& k = keep[static_cast<size_t>(v)];
+    const int kv = problem.num_configs(v);
+    if (k.empty()) {
+      for (int c = 0; c < kv; ++c) k.push_back(c);
+    }
+    std::vector<bool> seen(static_cast<size_t>(kv), false);
+    std::vector<Cost> costs;
+    for (int c : k) {
+      if (c < 0 || c >= kv || seen[static_cast<size_t>(c)]) {
+        throw std::invalid_argument("narrow: node " + std::to_string(v) + " keeps configuration " + std::to_string(c) +
+                                    (c < 0 || c >= kv ? ", outside 0.." + std::to_string(kv - 1) : " twice"));
+      }
+      seen[static_cast<size_t>(c)] = true;
+      costs.push_back(problem.node_cost[static_cast<size_t>(v)][static_cast<size_t>(c)]);
+    }
+    out.problem.node_cost.push_back(std::move(costs));
+  }
+  for (const Problem::Edge& e : problem.edges) {
+    Problem::Edge s{e.u, e.v, {}};
+    const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
+    for (int a : keep[static_cast<size_t>(e.u)])
+      for (int b : keep[static_cast<size_t>(e.v)]) s.cost.push_back(e.cost[static_cast<size_t>(a) * kv + static_cast<size_t>(b)]);
+    out.problem.edges.push_back(std::move(s));
+  }
+  out.keep = std::move(keep);
+  return out;
+}
+
 }  // namespace tensoropt::planner

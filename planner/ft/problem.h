@@ -49,6 +49,17 @@ void validate(const Problem& problem);
 // major): the layout of FT's edge factors and of its scalar companions' tables.
 [[nodiscard]] std::vector<Cost> costs_by_sorted_nodes(const Problem& problem, const Problem::Edge& e);
 
+// A Problem narrowed to some configurations of each node: node v keeps the configurations
+// keep[v] (distinct, in range, in the order given; empty or missing: all of them, and keep[v] is
+// filled in), each edge the matching rows and columns. Configuration k of node v in `problem`
+// is keep[v][k] in the original. Throws std::invalid_argument naming the node when an index is
+// out of range or repeated.
+struct Narrowed {
+  Problem problem;
+  std::vector<std::vector<int>> keep;  // [node] original configuration of each kept one
+};
+[[nodiscard]] Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep);
+
 namespace detail {
 // evaluate() without validation, for solvers that validated once. REQUIRES: validate(problem)
 // passed and assignment is in range.
