@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -39,9 +40,16 @@ std::vector<Cost> thresholds(const std::vector<Cost>& known, double epsilon) {
 
 }  // namespace
 
-bool every_strategy_beaten(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known,
-                           double epsilon) {
-  if (known.empty()) return false;
+namespace {
+
+// The proof of every_strategy_beaten for several candidate sets of strategies at once (the
+// configurations of one node, or the whole Problem as one): minima(weights)[c][w] is candidate
+// c's least weighted cost for weights[w]. Returns, per candidate, whether its every strategy is
+// beaten. Each round asks minima once for all candidates still open.
+std::vector<bool> prove_beaten(const std::vector<Cost>& known, double epsilon, size_t candidates,
+                               const std::function<std::vector<std::vector<double>>(const std::vector<Cost>&)>& minima) {
+  std::vector<bool> beaten(candidates, false);
+  if (known.empty() || candidates == 0) return beaten;
   const std::vector<Cost> s = thresholds(known, epsilon);
   const size_t n = s.size();
   // Notch i < n: below-left of (s[i].time, s[i-1].memory), with s[-1].memory = infinity; notch n:
@@ -49,46 +57,58 @@ bool every_strategy_beaten(const Problem& problem, const EliminationOrder& order
   const auto notch = [&](size_t i) -> Cost {
     return {i < n ? s[i].time : kInf, i > 0 ? s[i - 1].memory : kInf};
   };
-  std::vector<size_t> open(n + 1);
-  for (size_t i = 0; i <= n; ++i) open[i] = i;
+  std::vector<std::vector<size_t>> open(candidates);
+  std::vector<bool> live(candidates, true);
+  for (auto& o : open)
+    for (size_t i = 0; i <= n; ++i) o.push_back(i);
   // Round 0: the two ends alone (cheap, and what fails most often); round 1: slopes (seconds per
   // byte) spread around the staircase's; then the local slopes at the notches still open.
   std::vector<Cost> weights = {{1, 0}, {0, 1}};
   const double span_t = s.back().time - s.front().time, span_m = s.front().memory - s.back().memory;
   const double slope = n > 1 && span_m > 0 && span_t > 0 ? span_t / span_m : s.front().time / std::max(1.0, s.front().memory);
   for (int round = 0; round < kRounds && !weights.empty(); ++round) {
-    const std::vector<double> least = weighted_minima(problem, order, weights);
-    std::vector<size_t> still;
-    for (size_t i : open) {
-      const Cost c = notch(i);
-      bool excluded = false;
-      for (size_t k = 0; k < weights.size() && !excluded; ++k) {
-        const Cost w = weights[k];
-        const double value = (w.time > 0 ? w.time * c.time : 0) + (w.memory > 0 ? w.memory * c.memory : 0);
-        excluded = value <= least[k] * (1 - kSlack);
+    const std::vector<std::vector<double>> least = minima(weights);
+    std::vector<double> slopes;
+    for (size_t c = 0; c < candidates; ++c) {
+      if (!live[c]) continue;
+      std::vector<size_t> still;
+      for (size_t i : open[c]) {
+        const Cost at = notch(i);
+        bool excluded = false;
+        for (size_t k = 0; k < weights.size() && !excluded; ++k) {
+          const Cost w = weights[k];
+          const double value = (w.time > 0 ? w.time * at.time : 0) + (w.memory > 0 ? w.memory * at.memory : 0);
+          excluded = value <= least[c][k] * (1 - kSlack);
+        }
+        if (!excluded) still.push_back(i);
       }
-      if (!excluded) still.push_back(i);
+      const size_t before = open[c].size();
+      open[c] = std::move(still);
+      if (open[c].empty()) {
+        beaten[c] = true;
+        live[c] = false;
+        continue;
+      }
+      // The ends are exact minima: no later weight closes them. A round of local slopes that
+      // closes few notches: the rest lie in the staircase's non-convex bays, where no weighted
+      // minimum reaches.
+      if (open[c].front() == 0 || open[c].back() == n || (round >= 2 && open[c].size() * 10 > before * 9)) {
+        live[c] = false;
+        continue;
+      }
+      for (size_t i : open[c]) {
+        const size_t lo = i >= 4 ? i - 4 : 0, hi = std::min(n - 1, i + 3);
+        const double dt = s[hi].time - s[lo].time, dm = s[lo].memory - s[hi].memory;
+        if (dt > 0 && dm > 0) slopes.push_back(dt / dm);
+      }
     }
-    const size_t before = open.size();
-    open = std::move(still);
-    if (open.empty()) return true;
-    // A round of local slopes that closes few notches: the rest lie in the staircase's
-    // non-convex bays, where no weighted minimum reaches.
-    if (round >= 2 && open.size() * 10 > before * 9) return false;
-    // The ends are exact minima: no later weight closes them.
-    if (open.front() == 0 || open.back() == n) return false;
     weights.clear();
+    if (std::none_of(live.begin(), live.end(), [](bool b) { return b; })) break;
     if (round == 0) {
       for (int f = -3; f <= 3; ++f) weights.push_back({1, slope * std::pow(4.0, f)});
       continue;
     }
     // Next: the staircase's local slope at each open notch, one weight per factor of 1.5.
-    std::vector<double> slopes;
-    for (size_t i : open) {
-      const size_t lo = i >= 4 ? i - 4 : 0, hi = std::min(n - 1, i + 3);
-      const double dt = s[hi].time - s[lo].time, dm = s[lo].memory - s[hi].memory;
-      if (dt > 0 && dm > 0) slopes.push_back(dt / dm);
-    }
     std::sort(slopes.begin(), slopes.end());
     double last = 0;
     for (double l : slopes) {
@@ -102,7 +122,26 @@ bool every_strategy_beaten(const Problem& problem, const EliminationOrder& order
       weights = std::move(spread);
     }
   }
-  return false;
+  return beaten;
+}
+
+}  // namespace
+
+bool every_strategy_beaten(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& known,
+                           double epsilon) {
+  return prove_beaten(known, epsilon, 1, [&](const std::vector<Cost>& w) {
+    return std::vector<std::vector<double>>{weighted_minima(problem, order, w)};
+  })[0];
+}
+
+std::vector<bool> configurations_beaten(const Problem& problem, const EliminationOrder& order, int node,
+                                        const std::vector<int>& configs, const std::vector<Cost>& known, double epsilon) {
+  return prove_beaten(known, epsilon, configs.size(), [&](const std::vector<Cost>& w) {
+    const std::vector<std::vector<double>> all = node_minima(problem, order, node, w);
+    std::vector<std::vector<double>> out;
+    for (int k : configs) out.push_back(all[static_cast<size_t>(k)]);
+    return out;
+  });
 }
 
 int carried_node(const EliminationOrder& order) {
@@ -216,14 +255,12 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   {
     branch(x, lead);
     std::vector<int> rest;
-    for (int k : others) {
-      std::vector<std::vector<int>> keep(static_cast<size_t>(nodes));
-      keep[static_cast<size_t>(x)] = {k};
-      const Narrowed sub = narrow(problem, std::move(keep));
-      if (every_strategy_beaten(sub.problem, elimination_order_of(sub.problem, order->order), known, options.epsilon)) {
+    const std::vector<bool> beaten = configurations_beaten(problem, *order, x, others, known, options.epsilon);
+    for (size_t i = 0; i < others.size(); ++i) {
+      if (beaten[i]) {
         ++out.stats.branches_left_out;
       } else {
-        rest.push_back(k);
+        rest.push_back(others[i]);
       }
     }
     if (!rest.empty()) branch(x, std::move(rest));

@@ -57,6 +57,12 @@ inline constexpr int kMinCarried = 8;
 [[nodiscard]] bool every_strategy_beaten(const Problem& problem, const EliminationOrder& order,
                                          const std::vector<Cost>& known, double epsilon);
 
+// every_strategy_beaten for each configuration k in `configs` of `node` (the Problem narrowed to
+// node = k), by the same proof with one elimination a round for all of them (node_minima).
+[[nodiscard]] std::vector<bool> configurations_beaten(const Problem& problem, const EliminationOrder& order, int node,
+                                                      const std::vector<int>& configs, const std::vector<Cost>& known,
+                                                      double epsilon);
+
 // The node in the scope of the most factors of two or more nodes, when that is at least
 // kMinCarried of them; else -1.
 [[nodiscard]] int carried_node(const EliminationOrder& order);

@@ -45,9 +45,10 @@ struct Record {
 // in creation order, and the step's table gets id (nodes + edges + step).
 class Elimination {
  public:
-  // keep = false: each table's values are released once a step consumed them, so only minima()
-  // may be asked (the elimination's live tables, not all of them, are held at once).
-  Elimination(const Problem& problem, const EliminationOrder& order, const Weights& weights, bool keep = true)
+  // The values of the tables consumed by steps before `release_before` are released once consumed
+  // (all of them with order.order.size(): then only minima() may be asked; node_minima(x) needs
+  // those from x's step on), so the elimination holds its live tables, not all of them.
+  Elimination(const Problem& problem, const EliminationOrder& order, const Weights& weights, size_t release_before = 0)
       : problem_(problem), order_(order), weights_(weights), n_(weights.size()) {
     const int n = problem.num_nodes();
     if (order.order.size() != static_cast<size_t>(n) || order.scopes.size() != order.order.size()) {
@@ -121,7 +122,7 @@ class Elimination {
       }
       add(std::move(t));
       live.push_back(true);
-      if (!keep)
+      if (s < release_before)
         for (int id : consumed) std::vector<double>().swap(tables_[static_cast<size_t>(id)].value);
     }
   }
@@ -447,7 +448,7 @@ std::vector<double> weighted_minima(const Problem& problem, const EliminationOrd
     }
   }
   if (weights.empty()) return {};
-  return Elimination(problem, order, weights, /*keep=*/false).minima();
+  return Elimination(problem, order, weights, order.order.size()).minima();
 }
 
 std::vector<std::vector<double>> node_minima(const Problem& problem, const EliminationOrder& order, int node,
@@ -460,7 +461,8 @@ std::vector<std::vector<double>> node_minima(const Problem& problem, const Elimi
   }
   std::vector<std::vector<double>> out(static_cast<size_t>(problem.num_configs(node)));
   if (weights.empty()) return out;
-  const std::vector<double> flat = Elimination(problem, order, weights).node_minima(node);
+  const size_t step = static_cast<size_t>(std::find(order.order.begin(), order.order.end(), node) - order.order.begin());
+  const std::vector<double> flat = Elimination(problem, order, weights, step).node_minima(node);
   for (size_t k = 0; k < out.size(); ++k) out[k].assign(flat.begin() + static_cast<int64_t>(k * weights.size()), flat.begin() + static_cast<int64_t>((k + 1) * weights.size()));
   return out;
 }

@@ -58,6 +58,19 @@ TEST_CASE("branch: a Problem proven beaten has every strategy beaten, and its ow
           REQUIRE(beaten(known, c));
         }
       }
+      // Per configuration of a node: sound for each one it calls beaten.
+      const int node = rng.below(p.num_nodes());
+      std::vector<int> configs;
+      for (int k = 0; k < p.num_configs(node); ++k) configs.push_back(k);
+      const std::vector<Cost> known = scaled(frontier, 0.9);
+      const std::vector<bool> each = configurations_beaten(p, order, node, configs, known, 0);
+      for (int k : configs) {
+        if (!each[static_cast<size_t>(k)]) continue;
+        ++proven;
+        std::vector<std::vector<int>> keep(static_cast<size_t>(p.num_nodes()));
+        keep[static_cast<size_t>(node)] = {k};
+        for (Cost c : all_strategy_costs(narrow(p, keep).problem)) REQUIRE(beaten(known, c));
+      }
       // With epsilon, a known cost counts as (1+epsilon) times itself.
       if (every_strategy_beaten(p, order, scaled(frontier, 0.6), 0.5)) {
         for (Cost c : all) REQUIRE(beaten(scaled(frontier, 0.9), c));
