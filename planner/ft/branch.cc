@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "planner/ft/ft_bounds.h"
-#include "planner/ft/substitution.h"
 
 namespace tensoropt::planner {
 namespace {
@@ -172,31 +171,9 @@ void add_stats(FtStats& total, const FtStats& s) {
 
 }  // namespace
 
-namespace {
-FtResult solve_reduced(const Problem& problem, const FtOptions& options);
-}  // namespace
-
 FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   const auto start = std::chrono::steady_clock::now();
-  Narrowed reduced = drop_dominated(problem);
-  bool dropped = false;
-  for (int v = 0; v < problem.num_nodes() && !dropped; ++v)
-    dropped = reduced.problem.num_configs(v) < problem.num_configs(v);
-  if (!dropped) return solve_reduced(problem, options);
-  FtOptions sub = options;
-  if (options.order) sub.order = std::make_shared<const EliminationOrder>(elimination_order_of(reduced.problem, options.order->order));
-  sub.bounds = nullptr;  // of the full Problem; FT finds the reduced one's when it needs them
-  FtResult r = solve_reduced(reduced.problem, sub);
-  for (FrontierPoint& p : r.points)
-    for (size_t v = 0; v < reduced.keep.size(); ++v) p.assignment[v] = reduced.keep[v][static_cast<size_t>(p.assignment[v])];
-  r.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
-
-namespace {
-
-FtResult solve_reduced(const Problem& problem, const FtOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+  validate(problem);
   const std::shared_ptr<const EliminationOrder> order =
       options.order ? options.order : std::make_shared<const EliminationOrder>(greedy_elimination_order(problem));
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
@@ -301,7 +278,5 @@ FtResult solve_reduced(const Problem& problem, const FtOptions& options) {
   out.stats.seconds = seconds();
   return out;
 }
-
-}  // namespace
 
 }  // namespace tensoropt::planner

@@ -25,9 +25,7 @@
 // milliseconds on a transformer.
 //
 // solve_ft_branched(problem, options): the same contract and result as solve_ft (ft.h), points
-// and costs; among strategies of equal cost it may return another one. It first drops the
-// configurations no frontier strategy can use (drop_dominated, substitution.h), then works on
-// what is left (the caller's order kept, its outside bounds recomputed). The carried node x is
+// and costs; among strategies of equal cost it may return another one. The carried node x is
 // the one in the scope of the most factors of two or more nodes, when that is at least
 // kMinCarried of them. Its configurations that hold the fastest or the smallest strategy (found
 // by node_minima, ft_bounds.h) lead; the others could be beaten by them. Only when the leaders are
