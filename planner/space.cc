@@ -372,7 +372,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   // Every link's transitions first, so link_terms() reads them by index, while building and after.
   // A link's terms depend on its configurations only through the two layouts and whether each end
   // recomputes: each such class pair is costed once (by its first configurations) and copied.
-  comm_link_.resize(links_.size());
+  link_offset_.resize(links_.size());
   problem_.edges.reserve(links_.size());
   std::vector<int32_t> from_ids, to_ids, from_class, to_class, from_first, to_first;
   const auto classify = [](const std::vector<int32_t>& keys, std::vector<int32_t>& cls, std::vector<int32_t>& first) {
@@ -395,11 +395,12 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     to_ids.clear();
     for (int a = 0; a < ku; ++a) from_ids.push_back(layout_id(from_layout(l, a)));
     for (int b = 0; b < kv; ++b) to_ids.push_back(layout_id(to_layout(l, b)));
-    comm_link_[e].reserve(static_cast<size_t>(ku) * static_cast<size_t>(kv));
+    link_offset_[e] = comm_link_.size();
     for (int a = 0; a < ku; ++a)
       for (int b = 0; b < kv; ++b) {
         const int32_t f = from_ids[static_cast<size_t>(a)], t = to_ids[static_cast<size_t>(b)];
-        comm_link_[e].push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
+        comm_link_.push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
+        link_held_.push_back(link_activations(static_cast<int>(e), a, b, f == t));
       }
     keys.clear();
     for (int a = 0; a < ku; ++a) keys.push_back(from_ids[static_cast<size_t>(a)] * 2 + (recomputes(l.from, a) ? 1 : 0));
@@ -422,6 +423,12 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
         edge.cost.push_back(costs[static_cast<size_t>(from_class[static_cast<size_t>(a)]) * to_first.size() +
                                   static_cast<size_t>(to_class[static_cast<size_t>(b)])]);
     problem_.edges.push_back(std::move(edge));
+  }
+  for (size_t e = 0; e < links_.size(); ++e) {
+    const Link& l = links_[e];
+    peak_links_.push_back({l.from, l.to, position_[static_cast<size_t>(l.from)], position_[static_cast<size_t>(l.to)], link_position_[e],
+                           static_cast<int32_t>(vars_[static_cast<size_t>(l.to)].configs.size()), link_offset_[e],
+                           vars_[static_cast<size_t>(l.to)].kind == VarKind::Op});
   }
   building_ = false;
   comm_cache_ = {};
@@ -679,8 +686,7 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
   const Layout& lt = to_layout(l, to_config);
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
-  const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
-  const int32_t ci = comm_link_[static_cast<size_t>(link)][static_cast<size_t>(from_config) * kv + static_cast<size_t>(to_config)];
+  const int32_t ci = comm_link_[link_pair(static_cast<size_t>(link), from_config, to_config)];
   const bool same = ci < 0;  // the two layouts are equal
   CommCost comm;
   if (!same) {
@@ -688,7 +694,7 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
     add_comm(b, Purpose::Forward, comm.forward);
     add_comm(b, Purpose::Backward, comm.backward);
   }
-  const auto [at_from, at_to] = link_activations(link, from_config, to_config, same);
+  const auto [at_from, at_to] = link_held_[link_pair(static_cast<size_t>(link), from_config, to_config)];
   b[Term::Activations] += at_from + at_to;
   if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
     if (recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)) && !same)
@@ -774,28 +780,27 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
   TO_CHECK(assignment.size() == vars_.size());
   const size_t n = graph_->nodes.size();
   auto config = [&](int var) { return assignment[static_cast<size_t>(var)]; };
+  // Scratch reused by every call on this thread (the planner re-costs thousands of points).
+  thread_local std::vector<double> held, freed, in_flight, regenerated;
   // Activations by the position after whose backward they are freed; -1: never in the step.
-  std::vector<double> held(n, 0.0);
+  held.assign(n, 0.0);
   double total = 0;
   auto hold = [&](int pos, double bytes) {
     total += bytes;
     if (pos >= 0) held[static_cast<size_t>(pos)] += bytes;
   };
   for (size_t i = 0; i < vars_.size(); ++i) hold(position_[i], var_terms_[i][static_cast<size_t>(assignment[i])][Term::Activations]);
-  for (size_t e = 0; e < links_.size(); ++e) {
-    const Link& l = links_[e];
-    const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
-    const bool same = comm_link_[e][static_cast<size_t>(config(l.from)) * kv + static_cast<size_t>(config(l.to))] < 0;
-    const auto [at_from, at_to] = link_activations(static_cast<int>(e), config(l.from), config(l.to), same);
-    hold(position_[static_cast<size_t>(l.from)], at_from);
-    hold(position_[static_cast<size_t>(l.to)], at_to);
+  for (const PeakLink& l : peak_links_) {
+    const auto [at_from, at_to] = link_held_[l.offset + static_cast<size_t>(config(l.from)) * static_cast<size_t>(l.kv) + static_cast<size_t>(config(l.to))];
+    hold(l.from_position, at_from);
+    hold(l.to_position, at_to);
   }
   // freed[k]: what the backward has freed when position k's backward runs (everything after k).
-  std::vector<double> freed(n, 0.0);
+  freed.assign(n, 0.0);
   for (size_t k = n; k-- > 1;) freed[k - 1] = freed[k] + held[k];
   // in_flight[k]: gradients accumulating for tensors made before k and read after it.
-  std::vector<double> in_flight(n + 1, 0.0);
-  std::vector<double> regenerated(n + 1, 0.0);  // of in_flight, what is activations
+  in_flight.assign(n + 1, 0.0);
+  regenerated.assign(n + 1, 0.0);  // of in_flight, what is activations
   for (const Flight& f : flights_) {
     const double bytes = flight_bytes(f, config(f.var));
     if (bytes == 0) continue;
@@ -828,16 +833,14 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
     const double beside = workspace_[static_cast<size_t>(position_[i])][static_cast<size_t>(assignment[static_cast<size_t>(position_[i])])];
     candidate(position_[i], w + beside - (own < 0 ? 0 : flight_bytes(flights_[static_cast<size_t>(own)], assignment[i])));
   }
-  for (size_t e = 0; e < links_.size(); ++e) {
-    const Link& l = links_[e];
-    const size_t kv = vars_[static_cast<size_t>(l.to)].configs.size();
-    const int32_t index = comm_link_[e][static_cast<size_t>(config(l.from)) * kv + static_cast<size_t>(config(l.to))];
+  for (const PeakLink& l : peak_links_) {
+    const int32_t index = comm_link_[l.offset + static_cast<size_t>(config(l.from)) * static_cast<size_t>(l.kv) + static_cast<size_t>(config(l.to))];
     if (index < 0) continue;
     // Forward, before the reader runs; backward, inside the reader's backward, beside its
     // gradients (its workspace).
     const CommCost& c = comm_values_[static_cast<size_t>(index)];
-    const double beside = vars_[static_cast<size_t>(l.to)].kind == VarKind::Op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
-    candidate(link_position_[e], std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0));
+    const double beside = l.to_op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
+    candidate(l.link_position, std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0));
   }
   return peak;
 }

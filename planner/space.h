@@ -269,8 +269,24 @@ class StrategySpace {
   mutable std::unordered_map<Layout, int32_t, LayoutHash> layout_ids_;
   mutable std::map<Shape, int32_t> shape_ids_;
   mutable std::vector<int32_t> tensor_shape_id_;  // [tensor], -1 until asked
-  // [link][from config * K_to + to config]: index into comm_values_, -1 when the layouts are equal
-  std::vector<std::vector<int32_t>> comm_link_;
+  // Per link and pair of its ends' configurations, flat at [link_offset_[link] + from config *
+  // K_to + to config] (step_peak() reads them for every point, so one array, not one per link):
+  // comm_link_, the index into comm_values_ (-1 when the layouts are equal); link_held_,
+  // link_activations().
+  std::vector<size_t> link_offset_;
+  std::vector<int32_t> comm_link_;
+  std::vector<std::pair<double, double>> link_held_;
+  size_t link_pair(size_t link, int from_config, int to_config) const {
+    return link_offset_[link] + static_cast<size_t>(from_config) * vars_[static_cast<size_t>(links_[link].to)].configs.size() +
+           static_cast<size_t>(to_config);
+  }
+  // What step_peak() needs of each link, packed: its ends, their positions, its pair offset.
+  struct PeakLink {
+    int32_t from, to, from_position, to_position, link_position, kv;
+    size_t offset;
+    bool to_op;
+  };
+  std::vector<PeakLink> peak_links_;
 };
 
 }  // namespace tensoropt::planner
