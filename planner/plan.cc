@@ -381,9 +381,10 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     // mesh [2,32]'s 1,779 points; most meshes keep nearly all theirs, which the merge then thins.)
     std::vector<FrontierPoint> kept;
     double least = std::numeric_limits<double>::infinity();
+    StrategySpace::WorkspaceScan scan(space);
     for (FrontierPoint& p : slot.result.points) {
       if (p.cost.memory + floor >= least) continue;
-      const double full = p.cost.memory + space.workspace(p.assignment);
+      const double full = p.cost.memory + scan.workspace(p.assignment);
       if (full >= least) continue;
       least = full;
       slot.costs.push_back({p.cost.time, full});

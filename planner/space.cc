@@ -1,6 +1,8 @@
 #include "planner/space.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -841,6 +843,163 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
     const CommCost& c = comm_values_[static_cast<size_t>(index)];
     const double beside = l.to_op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
     candidate(l.link_position, std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0));
+  }
+  return peak;
+}
+
+StrategySpace::WorkspaceScan::WorkspaceScan(const StrategySpace& space) : s_(space) {
+  const size_t n = s_.graph_->nodes.size();
+  const auto whole = [&](double v) { exact_ = exact_ && std::floor(v) == v && std::fabs(v) < 0x1p52; };
+  for (const auto& terms : s_.var_terms_)
+    for (const Breakdown& b : terms) whole(b[Term::Activations]);
+  for (const auto& [from, to] : s_.link_held_) {
+    whole(from);
+    whole(to);
+  }
+  for (const auto& bytes : s_.flight_bytes_)
+    for (double v : bytes) whole(v);
+  for (const auto& w : s_.workspace_)
+    for (double v : w) whole(v);
+  for (const CommCost& c : s_.comm_values_) {
+    whole(c.transient_forward);
+    whole(c.transient_backward);
+  }
+  const size_t vars = s_.vars_.size();
+  at_.resize(n);
+  links_of_.resize(vars);
+  flights_of_.resize(vars);
+  beside_of_.resize(vars);
+  for (size_t i = 0; i < vars; ++i) {
+    const int pos = s_.position_[i];
+    if (pos < 0) continue;
+    const bool parameter = s_.vars_[i].kind == VarKind::Parameter;
+    at_[static_cast<size_t>(pos)].emplace_back(parameter ? 1 : 0, static_cast<int>(i));
+    // A parameter's candidate reads the workspace of the variable numbered by its position.
+    if (parameter) beside_of_[static_cast<size_t>(pos)].push_back(static_cast<int>(i));
+  }
+  for (size_t e = 0; e < s_.links_.size(); ++e) {
+    const Link& l = s_.links_[e];
+    links_of_[static_cast<size_t>(l.from)].push_back(static_cast<int>(e));
+    links_of_[static_cast<size_t>(l.to)].push_back(static_cast<int>(e));
+    if (s_.link_position_[e] >= 0) at_[static_cast<size_t>(s_.link_position_[e])].emplace_back(2, static_cast<int>(e));
+  }
+  for (size_t f = 0; f < s_.flights_.size(); ++f) flights_of_[static_cast<size_t>(s_.flights_[f].var)].push_back(static_cast<int>(f));
+  link_mark_.assign(s_.links_.size(), 0);
+  position_mark_.assign(n, 0);
+}
+
+void StrategySpace::WorkspaceScan::add_var(int var, double sign) {
+  const int pos = s_.position_[static_cast<size_t>(var)];
+  if (pos >= 0) held_[static_cast<size_t>(pos)] += sign * s_.var_terms_[static_cast<size_t>(var)][static_cast<size_t>(current_[static_cast<size_t>(var)])][Term::Activations];
+  for (int f : flights_of_[static_cast<size_t>(var)]) {
+    const Flight& fl = s_.flights_[static_cast<size_t>(f)];
+    const double bytes = s_.flight_bytes(fl, current_[static_cast<size_t>(var)]);
+    flight_delta_[static_cast<size_t>(fl.first)] += sign * bytes;
+    flight_delta_[static_cast<size_t>(fl.last)] -= sign * bytes;
+  }
+}
+
+void StrategySpace::WorkspaceScan::add_link(int link, double sign) {
+  const Link& l = s_.links_[static_cast<size_t>(link)];
+  const auto [at_from, at_to] = s_.link_held_[s_.link_pair(static_cast<size_t>(link), current_[static_cast<size_t>(l.from)], current_[static_cast<size_t>(l.to)])];
+  const int from = s_.position_[static_cast<size_t>(l.from)], to = s_.position_[static_cast<size_t>(l.to)];
+  if (from >= 0) held_[static_cast<size_t>(from)] += sign * at_from;
+  if (to >= 0) held_[static_cast<size_t>(to)] += sign * at_to;
+}
+
+// The same transients as step_peak()'s candidates, computed the same way.
+double StrategySpace::WorkspaceScan::candidate(int kind, int index) const {
+  const auto config = [&](int var) { return current_[static_cast<size_t>(var)]; };
+  const auto i = static_cast<size_t>(index);
+  if (kind == 0) return s_.workspace_[i][static_cast<size_t>(config(index))];
+  if (kind == 1) {
+    const double w = s_.workspace_[i][static_cast<size_t>(config(index))];
+    if (w <= 0) return w;
+    const int own = s_.param_flight_[i];
+    const int beside_var = s_.position_[i];
+    const double beside = s_.workspace_[static_cast<size_t>(beside_var)][static_cast<size_t>(config(beside_var))];
+    return w + beside - (own < 0 ? 0 : s_.flight_bytes(s_.flights_[static_cast<size_t>(own)], config(index)));
+  }
+  const Link& l = s_.links_[i];
+  const int32_t c = s_.comm_link_[s_.link_pair(i, config(l.from), config(l.to))];
+  if (c < 0) return 0;
+  const CommCost& cc = s_.comm_values_[static_cast<size_t>(c)];
+  const double beside = s_.vars_[static_cast<size_t>(l.to)].kind == VarKind::Op ? s_.workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
+  return std::max(cc.transient_forward, cc.transient_backward > 0 ? cc.transient_backward + beside : 0.0);
+}
+
+void StrategySpace::WorkspaceScan::refresh(int position) {
+  double top = -std::numeric_limits<double>::infinity();
+  for (const auto& [kind, index] : at_[static_cast<size_t>(position)]) {
+    const double t = candidate(kind, index);
+    if (t > 0) top = std::max(top, t);
+  }
+  top_[static_cast<size_t>(position)] = top;
+}
+
+void StrategySpace::WorkspaceScan::rebuild(const std::vector<int>& assignment) {
+  const size_t n = s_.graph_->nodes.size();
+  current_ = assignment;
+  held_.assign(n, 0.0);
+  flight_delta_.assign(n + 1, 0.0);
+  top_.assign(n, 0.0);
+  for (size_t i = 0; i < s_.vars_.size(); ++i) add_var(static_cast<int>(i), 1);
+  for (size_t e = 0; e < s_.links_.size(); ++e) add_link(static_cast<int>(e), 1);
+  for (size_t k = 0; k < n; ++k) refresh(static_cast<int>(k));
+}
+
+double StrategySpace::WorkspaceScan::workspace(const std::vector<int>& assignment) {
+  TO_CHECK(assignment.size() == s_.vars_.size());
+  if (!exact_) return s_.workspace(assignment);
+  if (current_.empty()) {
+    rebuild(assignment);
+  } else {
+    changed_.clear();
+    for (size_t i = 0; i < assignment.size(); ++i)
+      if (assignment[i] != current_[i]) changed_.push_back(static_cast<int>(i));
+    links_touched_.clear();
+    positions_touched_.clear();
+    const auto touch = [&](int pos) {
+      if (pos >= 0 && !position_mark_[static_cast<size_t>(pos)]) {
+        position_mark_[static_cast<size_t>(pos)] = 1;
+        positions_touched_.push_back(pos);
+      }
+    };
+    for (int v : changed_) {
+      touch(s_.position_[static_cast<size_t>(v)]);
+      for (int p : beside_of_[static_cast<size_t>(v)]) touch(s_.position_[static_cast<size_t>(p)]);
+      for (int e : links_of_[static_cast<size_t>(v)]) {
+        if (link_mark_[static_cast<size_t>(e)]) continue;
+        link_mark_[static_cast<size_t>(e)] = 1;
+        links_touched_.push_back(e);
+        touch(s_.link_position_[static_cast<size_t>(e)]);
+      }
+    }
+    // Out with the old configurations' bytes, in with the new: whole numbers, so exact.
+    for (int v : changed_) add_var(v, -1);
+    for (int e : links_touched_) add_link(e, -1);
+    for (int v : changed_) current_[static_cast<size_t>(v)] = assignment[static_cast<size_t>(v)];
+    for (int v : changed_) add_var(v, 1);
+    for (int e : links_touched_) {
+      add_link(e, 1);
+      link_mark_[static_cast<size_t>(e)] = 0;
+    }
+    for (int pos : positions_touched_) {
+      refresh(pos);
+      position_mark_[static_cast<size_t>(pos)] = 0;
+    }
+  }
+  // step_peak()'s scan: freed[k] is everything held after k, in flight the prefix sums.
+  const size_t n = held_.size();
+  freed_.assign(n, 0.0);
+  for (size_t k = n; k-- > 1;) freed_[k - 1] = freed_[k] + held_[k];
+  double in_flight = 0, peak = 0;
+  for (size_t k = 0; k < n; ++k) {
+    in_flight += flight_delta_[k];
+    if (top_[k] > 0) {
+      const double over = top_[k] + in_flight - freed_[k];
+      if (over > peak) peak = over;
+    }
   }
   return peak;
 }

@@ -169,6 +169,35 @@ class StrategySpace {
   };
   StepPeak step_peak(const std::vector<int>& assignment) const;
   double workspace(const std::vector<int>& assignment) const;  // step_peak().workspace
+  // workspace() of many strategies in turn, each found from the previous one through the
+  // variables that changed: the planner re-costs thousands of FT points a mesh, in time order,
+  // and neighbours share most of their configurations. Every byte count the peak sums is a whole
+  // number (checked when built), so its sums do not depend on their order and each result equals
+  // workspace() bit for bit; where one is not, every call recomputes, as workspace() does. Work
+  // per call: the changed variables' links and flights, the candidates at the positions they
+  // touch, and three passes over the step's positions. Holds a reference to the space; not
+  // thread-safe (one per thread).
+  class WorkspaceScan {
+   public:
+    explicit WorkspaceScan(const StrategySpace& space);
+    double workspace(const std::vector<int>& assignment);
+
+   private:
+    void rebuild(const std::vector<int>& assignment);
+    void add_var(int var, double sign);    // the variable's activations and flights at current_
+    void add_link(int link, double sign);  // the link's activations at current_
+    double candidate(int kind, int index) const;  // a position's transient candidate at current_; <= 0: none
+    void refresh(int position);            // top_[position] from its candidates
+    const StrategySpace& s_;
+    bool exact_ = true;
+    std::vector<int> current_;
+    std::vector<double> held_, flight_delta_, top_, freed_;
+    // Per position, its candidates: (0, var), (1, parameter var), (2, link).
+    std::vector<std::vector<std::pair<int, int>>> at_;
+    std::vector<std::vector<int>> links_of_, flights_of_, beside_of_;  // per variable
+    std::vector<int> changed_, links_touched_, positions_touched_;
+    std::vector<char> link_mark_, position_mark_;
+  };
   // A lower bound on workspace() over every strategy: the largest, over ops and parameters, of the
   // least transient any configuration has less the most the positions after it can hold.
   double workspace_floor() const;
