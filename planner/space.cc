@@ -387,7 +387,8 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       cls.push_back(static_cast<int32_t>(c));
     }
   };
-  std::vector<int32_t> keys;
+  std::vector<int32_t> keys, class_comm;
+  std::vector<std::pair<double, double>> class_held;
   std::vector<Cost> costs;
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
@@ -397,19 +398,29 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     to_ids.clear();
     for (int a = 0; a < ku; ++a) from_ids.push_back(layout_id(from_layout(l, a)));
     for (int b = 0; b < kv; ++b) to_ids.push_back(layout_id(to_layout(l, b)));
-    link_offset_[e] = comm_link_.size();
-    for (int a = 0; a < ku; ++a)
-      for (int b = 0; b < kv; ++b) {
-        const int32_t f = from_ids[static_cast<size_t>(a)], t = to_ids[static_cast<size_t>(b)];
-        comm_link_.push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
-        link_held_.push_back(link_activations(static_cast<int>(e), a, b, f == t));
-      }
     keys.clear();
     for (int a = 0; a < ku; ++a) keys.push_back(from_ids[static_cast<size_t>(a)] * 2 + (recomputes(l.from, a) ? 1 : 0));
     classify(keys, from_class, from_first);
     keys.clear();
     for (int b = 0; b < kv; ++b) keys.push_back(to_ids[static_cast<size_t>(b)] * 2 + (recomputes(l.to, b) ? 1 : 0));
     classify(keys, to_class, to_first);
+    // The transition and the held activations depend on the two layouts and recompute flags
+    // only, so on the class pair too: found per class pair, then laid out per configuration pair.
+    class_comm.clear();
+    class_held.clear();
+    for (int32_t a : from_first)
+      for (int32_t b : to_first) {
+        const int32_t f = from_ids[static_cast<size_t>(a)], t = to_ids[static_cast<size_t>(b)];
+        class_comm.push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
+        class_held.push_back(link_activations(static_cast<int>(e), a, b, f == t));
+      }
+    link_offset_[e] = comm_link_.size();
+    for (int a = 0; a < ku; ++a)
+      for (int b = 0; b < kv; ++b) {
+        const size_t c = static_cast<size_t>(from_class[static_cast<size_t>(a)]) * to_first.size() + static_cast<size_t>(to_class[static_cast<size_t>(b)]);
+        comm_link_.push_back(class_comm[c]);
+        link_held_.push_back(class_held[c]);
+      }
     costs.clear();
     for (int32_t a : from_first)
       for (int32_t b : to_first) {
