@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
+#include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/linear_block_gemm.h"
 #include "launcher/train.h"
 #include "launcher/worker.h"
@@ -192,7 +193,9 @@ int main(int argc, char** argv) {
       if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
       else if (loss == "mse") train.loss = runtime::LossKind::Mse;
       else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");
-      runtime::cpu::block_gemm_isa();  // a bad TENSOROPT_GEMM is refused here, before anything runs
+      // A bad TENSOROPT_GEMM or TENSOROPT_DENORMALS is refused here, before anything runs.
+      runtime::cpu::block_gemm_isa();
+      (void)runtime::cpu::denormal_mode();
       // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
       if (std::optional<WorkerPlace> place = worker_place(rendezvous)) return run_worker(train, run_gpus, *place, std::cout, std::cerr);
       if (rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");

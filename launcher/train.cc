@@ -16,6 +16,7 @@
 #include "graph/import.h"
 #include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/linear_block_gemm.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/weights.h"
@@ -156,7 +157,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
       << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
       << (eo.bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
   out << "device   cpu, " << threads << " thread(s), " << runtime::cpu::block_gemm_isa()
-      << " GEMM; predicted by the analytic model of cluster '" << s.cluster << "'\n";
+      << " GEMM, subnormals " << runtime::cpu::denormal_mode() << "; predicted by the analytic model of cluster '" << s.cluster << "'\n";
   if (stored) {
     const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
     out << "strategy " << predicted.where << (n ? ", recompute " + std::to_string(n) + " ops" : std::string()) << "\n";
@@ -198,7 +199,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.report) {
     report["model"] = {{"path", s.model}, {"batch", g.batch}};
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
-    report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()}, {"cluster", s.cluster}};
+    report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()},
+                        {"denormals", runtime::cpu::denormal_mode()}, {"cluster", s.cluster}};
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
     report["dtype"] = std::string(planner::precision_name(precision));
     report["steps"] = steps;

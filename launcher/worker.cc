@@ -24,6 +24,7 @@
 #include "launcher/comm/timed_communicator.h"
 #include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/cpu/backend.h"
+#include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/linear_block_gemm.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/optimizer.h"
@@ -167,7 +168,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
         << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
         << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
     out << "workers  " << place.world << " (" << place.from << "), cpu, " << threads << " thread(s) each, "
-        << runtime::cpu::block_gemm_isa() << " GEMM, Gloo; mesh " << space.mesh().str() << "\n";
+        << runtime::cpu::block_gemm_isa() << " GEMM, subnormals " << runtime::cpu::denormal_mode() << ", Gloo; mesh " << space.mesh().str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
     if (s.resume) {
       err << "resumed from " << *s.resume << " at step " << optimizer.steps()
@@ -252,7 +253,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       nlohmann::ordered_json report;
       report["model"] = {{"path", s.model}, {"batch", g.batch}};
       report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-      report["device"] = {{"kind", "cpu"}, {"workers", place.world}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()},
+      report["device"] = {{"kind", "cpu"}, {"workers", place.world}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()}, {"denormals", runtime::cpu::denormal_mode()},
                           {"cluster", s.cluster}};
       report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
       report["dtype"] = bf16 ? "bf16" : "fp32";

@@ -399,10 +399,25 @@ TEST_CASE("cli: TENSOROPT_GEMM picks the dense product's build, and a bad value 
   ::unsetenv("TENSOROPT_GEMM");
   Result chosen = run(args);
   REQUIRE_MESSAGE(base.code == 0, base.err);
-  CHECK(has(base.out, "1 thread(s), baseline GEMM;"));
+  CHECK(has(base.out, "1 thread(s), baseline GEMM, subnormals flush;"));
   check_refused(bad, "TENSOROPT_GEMM=no-such-build");
   REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
-  CHECK((has(chosen.out, "baseline GEMM;") || has(chosen.out, "avx512 GEMM;")));
+  CHECK((has(chosen.out, "baseline GEMM,") || has(chosen.out, "avx512 GEMM,")));
+}
+
+TEST_CASE("cli: TENSOROPT_DENORMALS keeps or flushes subnormals, and a bad value is refused before anything runs") {
+  const std::string args = "run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1";
+  ::setenv("TENSOROPT_DENORMALS", "keep", 1);
+  Result keep = run(args);
+  ::setenv("TENSOROPT_DENORMALS", "sometimes", 1);
+  Result bad = run(args);
+  ::unsetenv("TENSOROPT_DENORMALS");
+  Result flush = run(args);
+  REQUIRE_MESSAGE(keep.code == 0, keep.err);
+  CHECK(has(keep.out, "subnormals keep;"));
+  check_refused(bad, "TENSOROPT_DENORMALS=sometimes: expected flush or keep");
+  REQUIRE_MESSAGE(flush.code == 0, flush.err);
+  CHECK(has(flush.out, "subnormals flush;"));
 }
 
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {

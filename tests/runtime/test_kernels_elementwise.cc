@@ -478,3 +478,27 @@ TEST_CASE("kernels: elementwise kernels refuse what they do not implement") {
 }
 
 }  // namespace tensoropt::test
+
+#include "launcher/runtime/cpu/denormals.h"
+#include "launcher/runtime/cpu/util.h"
+
+namespace tensoropt::test {
+
+TEST_CASE("cpu kernels: subnormal results and inputs are flushed to zero on every kernel thread") {
+  REQUIRE(std::string(runtime::cpu::denormal_mode()) == "flush");  // the default (the suite leaves it unset)
+  // The smallest normal fp32 halved is subnormal; so is a product of two small normals.
+  volatile float small = 1e-30f, smaller = 1e-10f, subnormal_bits = std::numeric_limits<float>::denorm_min();
+  std::vector<float> product(4, -1), passed(4, -1);
+  runtime::cpu::parallel_for(4, 1, 4, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) {
+      product[static_cast<size_t>(i)] = small * smaller;                // FTZ: the result
+      passed[static_cast<size_t>(i)] = subnormal_bits * 1.0f + 0.0f;    // DAZ: the input
+    }
+  });
+  for (int i = 0; i < 4; ++i) {
+    CHECK(product[static_cast<size_t>(i)] == 0.0f);
+    CHECK(passed[static_cast<size_t>(i)] == 0.0f);
+  }
+}
+
+}  // namespace tensoropt::test

@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include "graph/error.h"
+#include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
@@ -31,6 +32,7 @@ const OpKernel* CpuBackend::kernel(std::string_view op_type) const {
 void CpuBackend::set_threads(int threads) {
   threads_ = std::max(threads, 1);
   Eigen::setNbThreads(threads_);
+  flush_denormals_here();  // the calling thread's own kernels; parallel_for's threads set theirs
 }
 
 void CpuBackend::write(Array& dst, const void* src, int64_t bytes) {

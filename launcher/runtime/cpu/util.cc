@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include "graph/error.h"
+#include "launcher/runtime/cpu/denormals.h"
 
 namespace tensoropt::runtime::cpu {
 
@@ -13,12 +14,14 @@ void parallel_for(int64_t n, int64_t grain, int threads, const std::function<voi
   grain = std::max<int64_t>(grain, 1);
   int64_t chunks = std::min<int64_t>(std::max(threads, 1), (n + grain - 1) / grain);
   if (chunks <= 1) {
+    flush_denormals_here();
     fn(0, n);
     return;
   }
   int64_t per = (n + chunks - 1) / chunks;
 #pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static, 1)
   for (int64_t c = 0; c < chunks; ++c) {
+    flush_denormals_here();
     int64_t lo = c * per, hi = std::min(n, lo + per);
     if (lo < hi) fn(lo, hi);
   }
