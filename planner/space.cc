@@ -836,7 +836,7 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
   };
   for (size_t i = 0; i < vars_.size(); ++i) {
     const double w = workspace_[i][static_cast<size_t>(assignment[i])];
-    if (vars_[i].kind != VarKind::Parameter || w <= 0) {
+    if (vars_[i].kind != VarKind::Parameter || w <= 0 || position_[i] < 0) {
       candidate(position_[i], w);
       continue;
     }

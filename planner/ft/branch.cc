@@ -174,6 +174,7 @@ void add_stats(FtStats& total, const FtStats& s) {
 FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   validate(problem);
+  validate_options(options);  // before any proof reads the known costs
   const std::shared_ptr<const EliminationOrder> order =
       options.order ? options.order : std::make_shared<const EliminationOrder>(greedy_elimination_order(problem));
   const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };

@@ -24,8 +24,11 @@
 // weights each, holding only live tables (weighted_minima): milliseconds to tens of
 // milliseconds on a transformer.
 //
-// solve_ft_branched(problem, options): the same contract and result as solve_ft (ft.h), points
-// and costs; among strategies of equal cost it may return another one. The carried node x is
+// solve_ft_branched(problem, options): solve_ft's contract (ft.h). Exact (epsilon 0), the same
+// points and costs; among strategies of equal cost it may return another one. With epsilon > 0
+// the solves thin separately, so the points may differ from solve_ft's, but the epsilon
+// guarantee holds (a point left out on account of a found point u has (1+epsilon) u below it, and
+// u is in the result). The carried node x is
 // the one in the scope of the most factors of two or more nodes, when that is at least
 // kMinCarried of them. Its configurations that hold the fastest or the smallest strategy (found
 // by node_minima, ft_bounds.h) lead; the others could be beaten by them. Only when the leaders are
@@ -41,7 +44,7 @@
 // stats.branches counts the solves, stats.branches_left_out the configurations of x (or the
 // whole Problem, as 1) that were left out unsolved.
 //
-// Thread-safety: as solve_ft. Errors: as solve_ft.
+// Thread-safety: as solve_ft. Errors: as solve_ft (validate() and validate_options() first).
 #pragma once
 
 #include <vector>

@@ -675,8 +675,7 @@ class Eliminator {
 
 }  // namespace
 
-FtResult solve_ft(const Problem& problem, const FtOptions& options) {
-  validate(problem);
+void validate_options(const FtOptions& options) {
   if (!std::isfinite(options.epsilon) || options.epsilon < 0) {
     throw std::invalid_argument("FT: epsilon must be finite and >= 0, got " +
                                 std::to_string(options.epsilon));
@@ -686,6 +685,16 @@ FtResult solve_ft(const Problem& problem, const FtOptions& options) {
     throw std::invalid_argument("FT: max_factor_points must be >= 1");
   }
   if (options.threads < 0) throw std::invalid_argument("FT: threads must be >= 0");
+  for (Cost c : options.known) {
+    if (!std::isfinite(c.time) || !std::isfinite(c.memory) || c.time < 0 || c.memory < 0) {
+      throw std::invalid_argument("FT: a known cost is negative or not finite");
+    }
+  }
+}
+
+FtResult solve_ft(const Problem& problem, const FtOptions& options) {
+  validate(problem);
+  validate_options(options);
   return Eliminator(problem, options).run();
 }
 

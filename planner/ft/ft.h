@@ -155,4 +155,8 @@ struct FtMemoryLimit : std::length_error {
 
 [[nodiscard]] FtResult solve_ft(const Problem& problem, const FtOptions& options = {});
 
+// The option checks solve_ft makes (epsilon finite and >= 0, max_bytes >= 0, max_factor_points
+// >= 1, threads >= 0, every known cost finite and >= 0): std::invalid_argument naming the option.
+void validate_options(const FtOptions& options);
+
 }  // namespace tensoropt::planner

@@ -33,10 +33,14 @@ const char* denormal_mode() { return flush() ? "flush" : "keep"; }
 void flush_denormals_here() {
   thread_local bool done = false;
   if (done) return;
-  done = true;
+  const bool on = flush();  // may throw on a bad TENSOROPT_DENORMALS: the thread stays unset
 #if defined(__SSE__) || defined(__x86_64__)
-  if (flush()) _mm_setcsr(_mm_getcsr() | 0x8040);  // FTZ (bit 15) and DAZ (bit 6)
+  constexpr unsigned kFtzDaz = 0x8040;  // FTZ (bit 15) and DAZ (bit 6)
+  _mm_setcsr(on ? (_mm_getcsr() | kFtzDaz) : (_mm_getcsr() & ~kFtzDaz));
+#else
+  (void)on;
 #endif
+  done = true;
 }
 
 }  // namespace tensoropt::runtime::cpu

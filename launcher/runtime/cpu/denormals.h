@@ -9,13 +9,15 @@
 // thread's MXCSR, as TensorFlow does on CPU and torch.set_flush_denormal(True) offers: values
 // below the normal range become zero, a change far below fp32 training's other rounding.
 //
-// TENSOROPT_DENORMALS=keep in the environment keeps IEEE subnormals (=flush, the default, or unset
-// flushes); another value is an InputError from the first call of denormal_mode (run calls it
-// before its first step, beside block_gemm_isa). On processors without SSE control registers
-// (not x86) both modes leave the floating-point state alone.
+// TENSOROPT_DENORMALS=keep in the environment keeps IEEE subnormals (clearing FTZ and DAZ, even
+// where a host process had set them); =flush, the default, or unset flushes. Another value is an
+// InputError from the first call of either function below (run calls denormal_mode before its
+// first step, beside block_gemm_isa). On processors without SSE control registers (not x86) both
+// modes leave the floating-point state alone.
 //
 // flush_denormals_here(): applies the mode to the calling thread (once per thread; the kernels'
-// parallel_for calls it in every chunk, so OpenMP's threads get it too). Thread-safe.
+// parallel_for calls it in every chunk, so OpenMP's threads get it; threads made by one that has
+// it, such as Eigen's and Gloo's, inherit the control register on Linux). Thread-safe.
 #pragma once
 
 namespace tensoropt::runtime::cpu {

@@ -153,6 +153,19 @@ TEST_CASE("branch: without a carried node it is solve_ft, or nothing when known 
   CHECK(none.stats.branches_left_out == 1);
 }
 
+TEST_CASE("branch: bad options are refused as solve_ft refuses them, before any proof") {
+  Rng rng(316);
+  const Problem p = repeated_layers(24, 3, 30, true, rng);
+  FtOptions negative;
+  negative.known = {{-1, 5}};
+  CHECK_THROWS_WITH_AS((void)solve_ft_branched(p, negative), "FT: a known cost is negative or not finite", std::invalid_argument);
+  FtOptions eps;
+  eps.epsilon = -1;
+  eps.known = {{1, 1}};
+  CHECK_THROWS_WITH_AS((void)solve_ft_branched(p, eps), doctest::Contains("FT: epsilon must be finite and >= 0"), std::invalid_argument);
+  CHECK_THROWS_WITH_AS((void)solve_ft(p, negative), "FT: a known cost is negative or not finite", std::invalid_argument);
+}
+
 TEST_CASE("narrow: keeps the named configurations and their edge rows, refuses bad indices") {
   Problem p;
   p.node_cost = {{{1, 1}, {2, 2}, {3, 3}}, {{10, 0}, {20, 0}}};
