@@ -159,12 +159,21 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
 }  // namespace
 
 std::string file_hash(const std::string& path) {
-  std::string bytes = read_text(path);
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 1099511628211ull;
+  // Read in pieces: a model of several GiB is hashed by every worker of a run, and holding all
+  // of it at once would double the memory the run needs before its first step.
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(path + ": cannot be read");
+  std::vector<char> piece(size_t{1} << 20);
+  uint64_t h = kModelHashBasis;
+  while (f) {
+    f.read(piece.data(), static_cast<std::streamsize>(piece.size()));
+    const std::streamsize got = f.gcount();
+    for (std::streamsize i = 0; i < got; ++i) {
+      h ^= static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
+      h *= 1099511628211ull;
+    }
   }
+  if (f.bad()) throw InputError(path + ": cannot be read");
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
