@@ -804,7 +804,7 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
   };
   for (size_t i = 0; i < vars_.size(); ++i) hold(position_[i], var_terms_[i][static_cast<size_t>(assignment[i])][Term::Activations]);
   for (const PeakLink& l : peak_links_) {
-    const auto [at_from, at_to] = link_held_[l.offset + static_cast<size_t>(config(l.from)) * static_cast<size_t>(l.kv) + static_cast<size_t>(config(l.to))];
+    const auto [at_from, at_to] = link_held_[l.pair(assignment)];
     hold(l.from_position, at_from);
     hold(l.to_position, at_to);
   }
@@ -834,28 +834,31 @@ StrategySpace::StepPeak StrategySpace::step_peak(const std::vector<int>& assignm
     const double over = transient + in_flight[k] - freed[k];
     if (over > peak.workspace) peak = {total - freed[k] + regenerated[k], transient + in_flight[k] - regenerated[k], over};
   };
-  for (size_t i = 0; i < vars_.size(); ++i) {
-    const double w = workspace_[i][static_cast<size_t>(assignment[i])];
-    if (vars_[i].kind != VarKind::Parameter || w <= 0 || position_[i] < 0) {
-      candidate(position_[i], w);
-      continue;
-    }
-    // A parameter's gradient is synchronised inside its first reader's backward, beside that op's
-    // gradients; a ZeRO-2 parameter's own gradient is in its workspace already, not also in flight.
-    const int own = param_flight_[i];
-    const double beside = workspace_[static_cast<size_t>(position_[i])][static_cast<size_t>(assignment[static_cast<size_t>(position_[i])])];
-    candidate(position_[i], w + beside - (own < 0 ? 0 : flight_bytes(flights_[static_cast<size_t>(own)], assignment[i])));
-  }
-  for (const PeakLink& l : peak_links_) {
-    const int32_t index = comm_link_[l.offset + static_cast<size_t>(config(l.from)) * static_cast<size_t>(l.kv) + static_cast<size_t>(config(l.to))];
-    if (index < 0) continue;
-    // Forward, before the reader runs; backward, inside the reader's backward, beside its
-    // gradients (its workspace).
-    const CommCost& c = comm_values_[static_cast<size_t>(index)];
-    const double beside = l.to_op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
-    candidate(l.link_position, std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0));
-  }
+  for (size_t i = 0; i < vars_.size(); ++i) candidate(position_[i], var_transient(i, assignment));
+  for (const PeakLink& l : peak_links_) candidate(l.link_position, link_transient(l, assignment));
   return peak;
+}
+
+double StrategySpace::var_transient(size_t var, const std::vector<int>& a) const {
+  const double w = workspace_[var][static_cast<size_t>(a[var])];
+  if (vars_[var].kind != VarKind::Parameter || w <= 0 || position_[var] < 0) return w;
+  // A parameter's gradient is synchronised inside its first reader's backward, beside that op's
+  // gradients (the op variable numbered by the parameter's position); a ZeRO-2 parameter's own
+  // gradient is in its workspace already, not also in flight.
+  const int own = param_flight_[var];
+  const auto reader = static_cast<size_t>(position_[var]);
+  const double beside = workspace_[reader][static_cast<size_t>(a[reader])];
+  return w + beside - (own < 0 ? 0 : flight_bytes(flights_[static_cast<size_t>(own)], a[var]));
+}
+
+double StrategySpace::link_transient(const PeakLink& l, const std::vector<int>& a) const {
+  const int32_t index = comm_link_[l.pair(a)];
+  if (index < 0) return 0;
+  // Forward, before the reader runs; backward, inside the reader's backward, beside its
+  // gradients (its workspace).
+  const CommCost& c = comm_values_[static_cast<size_t>(index)];
+  const double beside = l.to_op ? workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(a[static_cast<size_t>(l.to)])] : 0;
+  return std::max(c.transient_forward, c.transient_backward > 0 ? c.transient_backward + beside : 0.0);
 }
 
 StrategySpace::WorkspaceScan::WorkspaceScan(const StrategySpace& space) : s_(space) {
@@ -883,16 +886,15 @@ StrategySpace::WorkspaceScan::WorkspaceScan(const StrategySpace& space) : s_(spa
   for (size_t i = 0; i < vars; ++i) {
     const int pos = s_.position_[i];
     if (pos < 0) continue;
-    const bool parameter = s_.vars_[i].kind == VarKind::Parameter;
-    at_[static_cast<size_t>(pos)].emplace_back(parameter ? 1 : 0, static_cast<int>(i));
+    at_[static_cast<size_t>(pos)].emplace_back(false, static_cast<int>(i));
     // A parameter's candidate reads the workspace of the variable numbered by its position.
-    if (parameter) beside_of_[static_cast<size_t>(pos)].push_back(static_cast<int>(i));
+    if (s_.vars_[i].kind == VarKind::Parameter) beside_of_[static_cast<size_t>(pos)].push_back(static_cast<int>(i));
   }
   for (size_t e = 0; e < s_.links_.size(); ++e) {
     const Link& l = s_.links_[e];
     links_of_[static_cast<size_t>(l.from)].push_back(static_cast<int>(e));
     links_of_[static_cast<size_t>(l.to)].push_back(static_cast<int>(e));
-    if (s_.link_position_[e] >= 0) at_[static_cast<size_t>(s_.link_position_[e])].emplace_back(2, static_cast<int>(e));
+    if (s_.link_position_[e] >= 0) at_[static_cast<size_t>(s_.link_position_[e])].emplace_back(true, static_cast<int>(e));
   }
   for (size_t f = 0; f < s_.flights_.size(); ++f) flights_of_[static_cast<size_t>(s_.flights_[f].var)].push_back(static_cast<int>(f));
   link_mark_.assign(s_.links_.size(), 0);
@@ -911,38 +913,17 @@ void StrategySpace::WorkspaceScan::add_var(int var, double sign) {
 }
 
 void StrategySpace::WorkspaceScan::add_link(int link, double sign) {
-  const Link& l = s_.links_[static_cast<size_t>(link)];
-  const auto [at_from, at_to] = s_.link_held_[s_.link_pair(static_cast<size_t>(link), current_[static_cast<size_t>(l.from)], current_[static_cast<size_t>(l.to)])];
-  const int from = s_.position_[static_cast<size_t>(l.from)], to = s_.position_[static_cast<size_t>(l.to)];
-  if (from >= 0) held_[static_cast<size_t>(from)] += sign * at_from;
-  if (to >= 0) held_[static_cast<size_t>(to)] += sign * at_to;
-}
-
-// The same transients as step_peak()'s candidates, computed the same way.
-double StrategySpace::WorkspaceScan::candidate(int kind, int index) const {
-  const auto config = [&](int var) { return current_[static_cast<size_t>(var)]; };
-  const auto i = static_cast<size_t>(index);
-  if (kind == 0) return s_.workspace_[i][static_cast<size_t>(config(index))];
-  if (kind == 1) {
-    const double w = s_.workspace_[i][static_cast<size_t>(config(index))];
-    if (w <= 0) return w;
-    const int own = s_.param_flight_[i];
-    const int beside_var = s_.position_[i];
-    const double beside = s_.workspace_[static_cast<size_t>(beside_var)][static_cast<size_t>(config(beside_var))];
-    return w + beside - (own < 0 ? 0 : s_.flight_bytes(s_.flights_[static_cast<size_t>(own)], config(index)));
-  }
-  const Link& l = s_.links_[i];
-  const int32_t c = s_.comm_link_[s_.link_pair(i, config(l.from), config(l.to))];
-  if (c < 0) return 0;
-  const CommCost& cc = s_.comm_values_[static_cast<size_t>(c)];
-  const double beside = s_.vars_[static_cast<size_t>(l.to)].kind == VarKind::Op ? s_.workspace_[static_cast<size_t>(l.to)][static_cast<size_t>(config(l.to))] : 0;
-  return std::max(cc.transient_forward, cc.transient_backward > 0 ? cc.transient_backward + beside : 0.0);
+  const PeakLink& l = s_.peak_links_[static_cast<size_t>(link)];
+  const auto [at_from, at_to] = s_.link_held_[l.pair(current_)];
+  if (l.from_position >= 0) held_[static_cast<size_t>(l.from_position)] += sign * at_from;
+  if (l.to_position >= 0) held_[static_cast<size_t>(l.to_position)] += sign * at_to;
 }
 
 void StrategySpace::WorkspaceScan::refresh(int position) {
   double top = -std::numeric_limits<double>::infinity();
-  for (const auto& [kind, index] : at_[static_cast<size_t>(position)]) {
-    const double t = candidate(kind, index);
+  for (const auto& [link, index] : at_[static_cast<size_t>(position)]) {
+    const double t = link ? s_.link_transient(s_.peak_links_[static_cast<size_t>(index)], current_)
+                          : s_.var_transient(static_cast<size_t>(index), current_);
     if (t > 0) top = std::max(top, t);
   }
   top_[static_cast<size_t>(position)] = top;

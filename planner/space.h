@@ -186,14 +186,13 @@ class StrategySpace {
     void rebuild(const std::vector<int>& assignment);
     void add_var(int var, double sign);    // the variable's activations and flights at current_
     void add_link(int link, double sign);  // the link's activations at current_
-    double candidate(int kind, int index) const;  // a position's transient candidate at current_; <= 0: none
     void refresh(int position);            // top_[position] from its candidates
     const StrategySpace& s_;
     bool exact_ = true;
     std::vector<int> current_;
     std::vector<double> held_, flight_delta_, top_, freed_;
-    // Per position, its candidates: (0, var), (1, parameter var), (2, link).
-    std::vector<std::vector<std::pair<int, int>>> at_;
+    // Per position, its candidates: (false, variable) or (true, link).
+    std::vector<std::vector<std::pair<bool, int>>> at_;
     std::vector<std::vector<int>> links_of_, flights_of_, beside_of_;  // per variable
     std::vector<int> changed_, links_touched_, positions_touched_;
     std::vector<char> link_mark_, position_mark_;
@@ -314,8 +313,15 @@ class StrategySpace {
     int32_t from, to, from_position, to_position, link_position, kv;
     size_t offset;
     bool to_op;
+    size_t pair(const std::vector<int>& a) const {  // into comm_link_ and link_held_
+      return offset + static_cast<size_t>(a[static_cast<size_t>(from)]) * static_cast<size_t>(kv) + static_cast<size_t>(a[static_cast<size_t>(to)]);
+    }
   };
   std::vector<PeakLink> peak_links_;
+  // The transient a variable, or a link's redistribution, adds at its position under assignment
+  // a (<= 0: none): the candidates of step_peak() and of WorkspaceScan, computed in one place.
+  double var_transient(size_t var, const std::vector<int>& a) const;
+  double link_transient(const PeakLink& l, const std::vector<int>& a) const;
 };
 
 }  // namespace tensoropt::planner
