@@ -139,11 +139,9 @@ class Elimination {
   // Outside minima of every step's table (see ft_bounds.h), [step][entry * objectives + o].
   std::vector<std::vector<double>> outside() const { return n_ == 2 ? outside_for<2>() : outside_for<0>(); }
 
-  // outside_for's pass, which goes backwards, stops after step `first`: the tables of steps
-  // before it are left empty.
-
   // outside() with W objectives known at compile time (0: n_, at run time), so the inner loops
-  // over objectives unroll for the usual two.
+  // over objectives unroll for the usual two. The pass goes backwards and stops at step `first`:
+  // the tables of the steps before it are left empty.
   template <size_t W>
   std::vector<std::vector<double>> outside_for(size_t first = 0) const {
     std::vector<std::vector<double>> out(tables_.size());
@@ -214,11 +212,10 @@ class Elimination {
     return steps_out;
   }
 
-  // For each configuration k of `node`, each objective's least value over the strategies with
-  // node = k ([k * objectives + o]): at the step eliminating node, the consumed tables' sum at
+  // For each configuration k of the node eliminated at step s, each objective's least value over
+  // the strategies with that node = k ([k * objectives + o]): the step's consumed tables' sum at
   // (entry, k) plus the entry's outside minimum, least over the entries.
-  std::vector<double> node_minima(int node) const {
-    const size_t s = static_cast<size_t>(std::find(order_.order.begin(), order_.order.end(), node) - order_.order.begin());
+  std::vector<double> node_minima(size_t s) const {
     const std::vector<std::vector<double>> outside_all = outside_for<0>(s + 1);
     const std::vector<double>& outer = outside_all[s];
     const Joint j = joint(s);
@@ -427,13 +424,21 @@ SumCeiling KnownCosts::ceiling(size_t step, size_t entry) const {
   return c;
 }
 
-std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
-                                              const std::vector<Cost>& weights) {
+namespace {
+
+void check_weights(const char* who, const std::vector<Cost>& weights) {
   for (Cost w : weights) {
     if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
-      throw std::invalid_argument("weighted_optima: weights must be finite, non-negative and not both zero");
+      throw std::invalid_argument(std::string(who) + ": weights must be finite, non-negative and not both zero");
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<int>> weighted_optima(const Problem& problem, const EliminationOrder& order,
+                                              const std::vector<Cost>& weights) {
+  check_weights("weighted_optima", weights);
   std::vector<std::vector<int>> out;
   if (weights.empty()) return out;
   const Elimination e(problem, order, weights);
@@ -442,11 +447,7 @@ std::vector<std::vector<int>> weighted_optima(const Problem& problem, const Elim
 }
 
 std::vector<double> weighted_minima(const Problem& problem, const EliminationOrder& order, const std::vector<Cost>& weights) {
-  for (Cost w : weights) {
-    if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
-      throw std::invalid_argument("weighted_minima: weights must be finite, non-negative and not both zero");
-    }
-  }
+  check_weights("weighted_minima", weights);
   if (weights.empty()) return {};
   return Elimination(problem, order, weights, order.order.size()).minima();
 }
@@ -454,15 +455,11 @@ std::vector<double> weighted_minima(const Problem& problem, const EliminationOrd
 std::vector<std::vector<double>> node_minima(const Problem& problem, const EliminationOrder& order, int node,
                                              const std::vector<Cost>& weights) {
   if (node < 0 || node >= problem.num_nodes()) throw std::invalid_argument("node_minima: no node " + std::to_string(node));
-  for (Cost w : weights) {
-    if (!std::isfinite(w.time) || !std::isfinite(w.memory) || w.time < 0 || w.memory < 0 || w.time + w.memory <= 0) {
-      throw std::invalid_argument("node_minima: weights must be finite, non-negative and not both zero");
-    }
-  }
+  check_weights("node_minima", weights);
   std::vector<std::vector<double>> out(static_cast<size_t>(problem.num_configs(node)));
   if (weights.empty()) return out;
   const size_t step = static_cast<size_t>(std::find(order.order.begin(), order.order.end(), node) - order.order.begin());
-  const std::vector<double> flat = Elimination(problem, order, weights, step).node_minima(node);
+  const std::vector<double> flat = Elimination(problem, order, weights, step).node_minima(step);
   for (size_t k = 0; k < out.size(); ++k) out[k].assign(flat.begin() + static_cast<int64_t>(k * weights.size()), flat.begin() + static_cast<int64_t>((k + 1) * weights.size()));
   return out;
 }
