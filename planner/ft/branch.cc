@@ -183,14 +183,18 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   std::vector<Cost> known = options.known;
   std::vector<FrontierPoint> all;
   int solves = 0;
-  // The Problem narrowed to the carried node x's configurations `set`, left out when the known
-  // costs so far beat its every strategy, else solved with them; its points join the known costs.
-  const auto branch = [&](int x, std::vector<int> set) {
+  // The Problem narrowed to the carried node x's configurations `set`, solved with the known
+  // costs so far; its points join the known costs. With `prove`, it is first left out when those
+  // costs beat its every strategy. The unproven rest skips that: each of its configurations has
+  // just failed the proof, and their union's weighted minima are no higher, so a second try would
+  // cost a few eliminations to close almost surely nothing (the result is the same either way:
+  // solving a beaten set returns no point).
+  const auto branch = [&](int x, std::vector<int> set, bool prove) {
     std::vector<std::vector<int>> keep(static_cast<size_t>(nodes));
     keep[static_cast<size_t>(x)] = std::move(set);
     Narrowed sub = narrow(problem, std::move(keep));
     auto sub_order = std::make_shared<const EliminationOrder>(elimination_order_of(sub.problem, order->order));
-    if (every_strategy_beaten(sub.problem, *sub_order, known, options.epsilon)) {
+    if (prove && every_strategy_beaten(sub.problem, *sub_order, known, options.epsilon)) {
       out.stats.branches_left_out += static_cast<int>(sub.keep[static_cast<size_t>(x)].size());
       return;
     }
@@ -202,7 +206,7 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
       const int done = solves;
       opt.progress = [&, done](const FtProgress& p) {
         FtProgress q = p;
-        q.eliminated = std::min(2, done) * p.total + p.eliminated;
+        q.eliminated = done * p.total + p.eliminated;
         q.total = 2 * p.total;
         q.seconds = seconds();
         options.progress(q);
@@ -253,19 +257,17 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
     r.stats.branches = 1;
     return r;
   }
-  {
-    branch(x, lead);
-    std::vector<int> rest;
-    const std::vector<bool> beaten = configurations_beaten(problem, *order, x, others, known, options.epsilon);
-    for (size_t i = 0; i < others.size(); ++i) {
-      if (beaten[i]) {
-        ++out.stats.branches_left_out;
-      } else {
-        rest.push_back(others[i]);
-      }
+  branch(x, lead, true);
+  std::vector<int> rest;
+  const std::vector<bool> beaten = configurations_beaten(problem, *order, x, others, known, options.epsilon);
+  for (size_t i = 0; i < others.size(); ++i) {
+    if (beaten[i]) {
+      ++out.stats.branches_left_out;
+    } else {
+      rest.push_back(others[i]);
     }
-    if (!rest.empty()) branch(x, std::move(rest));
   }
+  if (!rest.empty()) branch(x, std::move(rest), false);
   // Among equal costs the lowest configuration of x, as FT keeps the lowest.
   std::stable_sort(all.begin(), all.end(), [x](const FrontierPoint& a, const FrontierPoint& b) {
     if (a.cost.time != b.cost.time) return a.cost.time < b.cost.time;
