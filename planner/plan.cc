@@ -377,8 +377,9 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     // summing again. Points go by time ascending; one whose sum plus the workspace floor already
     // reaches the least full memory of the faster points is dominated whatever its workspace, so
     // its step peak is not computed and it is dropped, as is one that its full cost shows
-    // dominated: neither could be on the merged frontier. (GPT-2 XL at 64 GPUs: 1,538 of the
-    // mesh [2,32]'s 1,779 points; most meshes keep nearly all theirs, which the merge then thins.)
+    // dominated: neither could be on the merged frontier. (Along one FT frontier the summed memory
+    // falls point by point, so this rarely skips a peak: on GPT-2 XL at 64 GPUs none; the merge
+    // then thins the meshes.) The peaks are found incrementally (WorkspaceScan).
     std::vector<FrontierPoint> kept;
     double least = std::numeric_limits<double>::infinity();
     StrategySpace::WorkspaceScan scan(space);
