@@ -390,34 +390,39 @@ std::string write_npy(const std::string& name, const std::string& descr, const s
   return path;
 }
 
-TEST_CASE("cli: TENSOROPT_GEMM picks the dense product's build, and a bad value is refused before anything runs") {
+// One run of the mlp fixture per value of an environment variable that picks how the CPU
+// kernels run: `chosen` set, `bad` set, then unset (the default). Returns their results in order.
+struct EnvRuns {
+  Result chosen, bad, unset;
+};
+EnvRuns run_with_env(const char* variable, const char* chosen, const char* bad) {
   const std::string args = "run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1";
-  ::setenv("TENSOROPT_GEMM", "baseline", 1);
-  Result base = run(args);
-  ::setenv("TENSOROPT_GEMM", "no-such-build", 1);
-  Result bad = run(args);
-  ::unsetenv("TENSOROPT_GEMM");
-  Result chosen = run(args);
-  REQUIRE_MESSAGE(base.code == 0, base.err);
-  CHECK(has(base.out, "1 thread(s), baseline GEMM, subnormals flush;"));
-  check_refused(bad, "TENSOROPT_GEMM=no-such-build");
-  REQUIRE_MESSAGE(chosen.code == 0, chosen.err);
-  CHECK((has(chosen.out, "baseline GEMM,") || has(chosen.out, "avx512 GEMM,")));
+  EnvRuns r;
+  ::setenv(variable, chosen, 1);
+  r.chosen = run(args);
+  ::setenv(variable, bad, 1);
+  r.bad = run(args);
+  ::unsetenv(variable);
+  r.unset = run(args);
+  return r;
+}
+
+TEST_CASE("cli: TENSOROPT_GEMM picks the dense product's build, and a bad value is refused before anything runs") {
+  const EnvRuns r = run_with_env("TENSOROPT_GEMM", "baseline", "no-such-build");
+  REQUIRE_MESSAGE(r.chosen.code == 0, r.chosen.err);
+  CHECK(has(r.chosen.out, "1 thread(s), baseline GEMM, subnormals flush;"));
+  check_refused(r.bad, "TENSOROPT_GEMM=no-such-build");
+  REQUIRE_MESSAGE(r.unset.code == 0, r.unset.err);
+  CHECK((has(r.unset.out, "baseline GEMM,") || has(r.unset.out, "avx512 GEMM,")));
 }
 
 TEST_CASE("cli: TENSOROPT_DENORMALS keeps or flushes subnormals, and a bad value is refused before anything runs") {
-  const std::string args = "run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1";
-  ::setenv("TENSOROPT_DENORMALS", "keep", 1);
-  Result keep = run(args);
-  ::setenv("TENSOROPT_DENORMALS", "sometimes", 1);
-  Result bad = run(args);
-  ::unsetenv("TENSOROPT_DENORMALS");
-  Result flush = run(args);
-  REQUIRE_MESSAGE(keep.code == 0, keep.err);
-  CHECK(has(keep.out, "subnormals keep;"));
-  check_refused(bad, "TENSOROPT_DENORMALS=sometimes: expected flush or keep");
-  REQUIRE_MESSAGE(flush.code == 0, flush.err);
-  CHECK(has(flush.out, "subnormals flush;"));
+  const EnvRuns r = run_with_env("TENSOROPT_DENORMALS", "keep", "sometimes");
+  REQUIRE_MESSAGE(r.chosen.code == 0, r.chosen.err);
+  CHECK(has(r.chosen.out, "subnormals keep;"));
+  check_refused(r.bad, "TENSOROPT_DENORMALS=sometimes: expected flush or keep");
+  REQUIRE_MESSAGE(r.unset.code == 0, r.unset.err);
+  CHECK(has(r.unset.out, "subnormals flush;"));
 }
 
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
