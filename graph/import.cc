@@ -3,11 +3,13 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include "graph/dtype.h"
 #include "graph/error.h"
 #include "graph/import_steps.h"
 #include "graph/op_catalogue.h"
@@ -42,6 +44,21 @@ std::map<std::string, Shape> onnx_reference(onnx::ModelProto model, const Graph&
     for (int64_t d : x.shape) shape->add_dim()->set_dim_value(d);
   }
   gp->clear_value_info();
+  // Every tensor our inference typed gets its element type (no shape) up front. ONNX leaves the
+  // outputs of a node it cannot infer (an op missing from the model's opset) untyped, and some of
+  // its inference functions then dereference the missing type: Shape-15's data propagation
+  // segfaults on it. With a type but no shape they return without a finding.
+  std::set<std::string> declared;
+  for (const auto& vi : gp->input()) declared.insert(vi.name());
+  for (const auto& vi : gp->output()) declared.insert(vi.name());
+  for (const auto& init : gp->initializer()) declared.insert(init.name());
+  for (const auto& x : g.tensors) {
+    const int elem = dtype_to_onnx(x.dtype);
+    if (x.producer < 0 || elem == 0 || declared.count(x.name)) continue;
+    auto* vi = gp->add_value_info();
+    vi->set_name(x.name);
+    vi->mutable_type()->mutable_tensor_type()->set_elem_type(elem);
+  }
   for (auto& o : *gp->mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
   std::map<std::string, Shape> out;
   try {
