@@ -35,9 +35,10 @@ bool is_batch(const Variable& v, int d) { return d >= 0 && v.space.dims[static_c
 namespace {
 
 // Allowed configurations per variable for a baseline. `op_rule(v, config)` filters op configs
-// (recompute never); `zero` is the one ZeRO level parameters may take (-1: any).
+// (recompute never); `zero` is the one ZeRO level parameters may take (-1: any); with
+// `replicated_params` every parameter is stored whole on every device, as DDP keeps it.
 template <typename Rule>
-std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_rule, int zero) {
+std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_rule, int zero, bool replicated_params) {
   std::vector<std::vector<int>> allowed(space.variables().size());
   for (size_t i = 0; i < space.variables().size(); ++i) {
     const Variable& v = space.variables()[i];
@@ -52,6 +53,8 @@ std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_ru
         });
         ok = c.zero == (offered ? zero : 0);
       }
+      if (v.kind == VarKind::Parameter && replicated_params)
+        for (int a = 0; a < c.layout.size(); ++a) ok = ok && c.layout[a].is_replicate();
       if (ok) allowed[i].push_back(static_cast<int>(k));
     }
     if (allowed[i].empty()) return {};
@@ -86,12 +89,12 @@ std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster,
   const DeviceMesh dp_mesh = DeviceMesh::for_cluster(cluster, gpus);
   {
     auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
-    auto allowed = restriction(*space, data_parallel, 0);
+    auto allowed = restriction(*space, data_parallel, 0, true);
     add("data parallel", std::move(space), allowed);
   }
   if (options.space.zero && gpus > 1) {
     auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
-    auto allowed = restriction(*space, data_parallel, 2);
+    auto allowed = restriction(*space, data_parallel, 2, true);
     add("ZeRO-2", std::move(space), allowed);
   }
   if (gpus > 1) {
@@ -116,7 +119,7 @@ std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster,
       }
       return true;
     };
-    auto allowed = restriction(*space, megatron, 0);
+    auto allowed = restriction(*space, megatron, 0, false);
     add("Megatron TP" + std::to_string(shape.back()) + (shape.size() == 2 ? " x DP" + std::to_string(shape[0]) : ""), std::move(space), allowed);
   }
   return out;

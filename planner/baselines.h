@@ -3,9 +3,11 @@
 // under the same cost model, and the frontier always has a point at least as good.
 //
 //   data parallel   the default mesh (DeviceMesh::for_cluster: [N], or [nodes, g] across nodes);
-//                   every op splits its batch dim over every axis (ops without one replicate); no recompute; no ZeRO. Layouts of parameters, inputs
-//                   and forks are left to FT (they only decide where copies live).
-//   ZeRO-2          as data parallel, every replicated parameter at ZeRO level 2.
+//                   every op splits its batch dim over every axis (ops without one replicate); every
+//                   parameter stored whole on every device (DDP's strategy: never all-gathered at
+//                   a use); no recompute; no ZeRO. Layouts of inputs and forks are left to FT
+//                   (they only decide where copies live).
+//   ZeRO-2          as data parallel, every parameter at ZeRO level 2 where the space offers it.
 //   Megatron TP     tensor parallelism inside a node, data parallelism across nodes: the mesh
 //                   [N/g, g] (g = GPUs per node; [N] when N <= g). On the inner axis every op that
 //                   reads a parameter splits one of the parameter's dims (column, row, heads,
