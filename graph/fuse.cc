@@ -3,7 +3,6 @@
 #include <array>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <set>
 
@@ -283,22 +282,6 @@ int fuse_activations(Graph& g) {
       for (int k : {flat_i, static_cast<int>(i), back_i, mul_i}) dead[static_cast<size_t>(k)] = true;
       rewrite(add, "GroupNormalization", {x, w, b},
               {{"num_groups", int_attr(fs[1])}, {"epsilon", float_attr(n.attr_float("epsilon", 1e-5))}});
-      ++fused;
-    } else if (n.op_type == "MatMul" && n.inputs.size() == 2 && n.inputs[1] >= 0 && n.inputs[0] != n.inputs[1] &&
-               n.attr_int(kMatMulTransB, 0) == 0) {
-      const Node* tr = m.producer(n.inputs[1]);
-      if (!tr || tr->op_type != "Transpose" || m.sole_reader(n.inputs[1]) != static_cast<int>(i)) continue;
-      const int b = tr->inputs[0];
-      const size_t rank = g.tensors[static_cast<size_t>(b)].shape.size();
-      if (rank < 2) continue;
-      std::vector<int64_t> swap(rank);
-      std::iota(swap.begin(), swap.end(), int64_t{0});
-      std::swap(swap[rank - 2], swap[rank - 1]);
-      const auto perm = tr->attr_ints("perm");  // absent: all axes reversed
-      if (perm ? *perm != swap : rank != 2) continue;
-      dead[static_cast<size_t>(g.tensors[static_cast<size_t>(n.inputs[1])].producer)] = true;
-      n.inputs[1] = b;
-      n.attrs[kMatMulTransB] = int_attr(1);
       ++fused;
     } else if (n.op_type == "Sigmoid") {
       int x = n.inputs[0], s = n.outputs[0];

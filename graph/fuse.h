@@ -9,9 +9,6 @@
 //   Pad (constant zero, spatial axes) -> Conv or AveragePool             becomes  the op's own pads
 //   GroupNorm: Reshape [N,G,-1] -> InstanceNormalization(1, 0) -> Reshape back -> Mul w -> Add b
 //                                                                        becomes  GroupNormalization
-//   Transpose(B) swapping B's last two axes, read only by MatMul(A, ·)    becomes  MatMul(A, B) with
-//     kMatMulTransB = 1 (the product reads B as stored, [..., n, k]; no copy: PyTorch's x @ W.t()
-//     is a view too, and every nn.Linear exported without constant folding has this Transpose)
 // The fused-away nodes stay in g.nodes with no reader left (as does the Unsqueeze of a
 // per-channel weight); the caller's dead-node pruning removes them (graph/static_pass.cc).
 // A pattern is fused only when its intermediate tensors have no other reader and are not graph
@@ -21,10 +18,6 @@
 #include "graph/ir.h"
 
 namespace tensoropt {
-
-// The internal MatMul attribute fusion sets: 1 when operand B is stored transposed in its last two
-// axes. A model file may not carry it (graph/onnx_proto.cc refuses attributes named "tensoropt.*").
-inline constexpr const char* kMatMulTransB = "tensoropt.trans_b";
 
 // Returns how many patterns were fused.
 int fuse_activations(Graph& g);

@@ -245,10 +245,7 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
     node.name = np.name().empty() ? np.op_type() + ":" + (np.output_size() ? np.output(0) : std::to_string(i)) : np.name();
     const std::string where = label + ": node '" + node.name + "' (" + node.op_type + ")";
     check_attribute_types(np, g.opset, where);
-    for (const auto& a : np.attribute()) {
-      if (a.name().rfind("tensoropt.", 0) == 0) throw InputError(where + ": attribute '" + a.name() + "' is reserved for tensoropt's own use");
-      node.attrs[a.name()] = convert_attribute(a, where);
-    }
+    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, where);
     for (const auto& in : np.input()) node.inputs.push_back(in.empty() ? -1 : g.find(in));
     for (const auto& o : np.output()) {
       if (o.empty()) {

@@ -6,7 +6,6 @@
 #include <numeric>
 #include <set>
 
-#include "graph/fuse.h"
 #include "graph/ops/helpers.h"
 
 namespace tensoropt::ops {
@@ -154,7 +153,6 @@ struct MatMulShape {
   Shape batch;           // broadcast batch shape
   int64_t m, n, k;
   bool a_vec, b_vec;
-  bool b_t;  // B stored [..., n, k] (kMatMulTransB, set by graph/fuse.h)
   Shape out;
 };
 
@@ -162,13 +160,10 @@ MatMulShape matmul_shape(const OpView& v) {
   Shape a = v.in_shape(0), b = v.in_shape(1);
   if (a.empty() || b.empty()) throw OpError("operands must have rank >= 1");
   MatMulShape r{};
-  r.b_t = v.node.attr_int(kMatMulTransB, 0) != 0;
   r.a_vec = a.size() == 1;
   r.b_vec = b.size() == 1;
-  if (r.b_t && r.b_vec) throw OpError("a transposed operand B needs rank >= 2");
   if (r.a_vec) a.insert(a.begin(), 1);
   if (r.b_vec) b.push_back(1);
-  if (r.b_t) std::swap(b[b.size() - 2], b[b.size() - 1]);
   r.m = a[a.size() - 2];
   r.k = a.back();
   r.n = b.back();
@@ -209,9 +204,6 @@ OpDef matmul() {
       }
       if (is_a) {
         if (!vec) axes.push_back(md);
-        axes.push_back(kd);
-      } else if (ms.b_t) {
-        axes.push_back(nd);
         axes.push_back(kd);
       } else {
         axes.push_back(kd);

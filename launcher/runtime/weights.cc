@@ -10,7 +10,6 @@
 #include <onnx/onnx_pb.h>
 
 #include "graph/error.h"
-#include "graph/fuse.h"
 #include "graph/import.h"
 #include "graph/op_catalogue.h"
 
@@ -190,7 +189,7 @@ InitRule rule_for(const Graph& g, const std::vector<std::vector<int>>& consumers
       const Shape& b = g.tensors[static_cast<size_t>(n.inputs[1])].shape;
       return fan(b, n.attr_int("transB", 0) ? 1 : 0);
     }
-    if (n.op_type == "MatMul" && pos == 1 && w.size() == 2) return fan(w, n.attr_int(kMatMulTransB, 0) ? 1 : 0);
+    if (n.op_type == "MatMul" && pos == 1 && w.size() == 2) return fan(w, 0);
     if (n.op_type == "Add" && w.size() == 1) {
       // A Linear's bias: the other operand comes from a MatMul whose weight gives fan_in.
       int other = n.inputs[pos == 0 ? 1 : 0];

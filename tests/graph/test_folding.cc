@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "graph/error.h"
-#include "graph/fuse.h"
 #include "graph/import.h"
 #include "tests/onnx_builder.h"
 
@@ -220,45 +219,6 @@ TEST_CASE("a GELU whose intermediate is read elsewhere stays unfused") {
 }  // namespace tensoropt
 
 namespace tensoropt {
-
-TEST_CASE("a Transpose of B's last two axes read only by MatMul fuses into the product; others stay") {
-  // nn.Linear exported without constant folding: x · Transpose(W).
-  ModelBuilder linear;
-  linear.input("x", {-1, 3, 4}).floats("w", {5, 4}).node("Transpose", {"w"}, {"wt"}).attr("perm", std::vector<int64_t>{1, 0});
-  linear.node("MatMul", {"x", "wt"}, {"y"}).output("y");
-  Graph g = import(linear, 2);
-  REQUIRE(op_types(g) == std::vector<std::string>{"MatMul"});
-  CHECK(g.nodes[0].attr_int(kMatMulTransB, 0) == 1);
-  CHECK(g.nodes[0].inputs[1] == g.find("w"));
-  CHECK(tensor(g, "y").shape == Shape{2, 3, 5});
-
-  // Attention's q · kᵀ with a rank-4 swap fuses; a perm that moves other axes does not.
-  ModelBuilder attention;
-  attention.input("q", {-1, 2, 3, 4}).input("k", {-1, 2, 3, 4});
-  attention.node("Transpose", {"k"}, {"kt"}).attr("perm", std::vector<int64_t>{0, 1, 3, 2});
-  attention.node("MatMul", {"q", "kt"}, {"s"}).output("s");
-  Graph a = import(attention, 2);
-  CHECK(op_types(a) == std::vector<std::string>{"MatMul"});
-  CHECK(tensor(a, "s").shape == Shape{2, 2, 3, 3});
-
-  ModelBuilder heads;
-  heads.input("q", {-1, 2, 3, 4}).input("k", {-1, 4, 2, 5});
-  heads.node("Transpose", {"k"}, {"kt"}).attr("perm", std::vector<int64_t>{0, 2, 1, 3});
-  heads.node("MatMul", {"q", "kt"}, {"s"}).output("s");
-  CHECK(op_types(import(heads, 2)) == std::vector<std::string>{"Transpose", "MatMul"});
-
-  // A transposed weight read twice keeps its Transpose (a copy serves both).
-  ModelBuilder twice;
-  twice.input("x", {-1, 4}).floats("w", {5, 4}).node("Transpose", {"w"}, {"wt"}).attr("perm", std::vector<int64_t>{1, 0});
-  twice.node("MatMul", {"x", "wt"}, {"y"}).node("MatMul", {"x", "wt"}, {"z"}).output("y").output("z");
-  CHECK(op_types(import(twice, 2)) == std::vector<std::string>{"Transpose", "MatMul", "MatMul"});
-}
-
-TEST_CASE("an attribute in tensoropt's own namespace is refused in a model file") {
-  ModelBuilder b;
-  b.input("a", {-1, 4}).input("b", {4, 4}).node("MatMul", {"a", "b"}, {"y"}).attr(kMatMulTransB, 1).output("y");
-  CHECK_THROWS_WITH_AS(import(b, 2), doctest::Contains("attribute 'tensoropt.trans_b' is reserved"), InputError);
-}
 
 TEST_CASE("Flatten with a negative axis counts from the back, as ONNX's own inference does") {
   for (auto [axis, want] : {std::pair<int64_t, Shape>{-1, {6, 4}}, {-3, {1, 24}}, {0, {1, 24}}, {3, {24, 1}}}) {

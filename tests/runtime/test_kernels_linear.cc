@@ -63,34 +63,6 @@ void matmul_cases(std::vector<KernelCase>& cases) {
   cases.push_back(two_input("MatMul", "MatMul 1-D both [4]x[4]", {4}, {4}));
   cases.push_back(two_input("MatMul", "MatMul 1-D B [2,3,4]x[4]", {2, 3, 4}, {4}));
   cases.push_back(two_input("MatMul", "MatMul 1-D A [4]x[2,4,3]", {4}, {2, 4, 3}));
-  // B transposed in its last two axes: graph/fuse.h folds the Transpose into the product.
-  {
-    ModelBuilder b;
-    b.input("a", {2, 3}).floats("w", {2, 3}).node("Transpose", {"w"}, {"wt"}).attr("perm", Ints{1, 0});
-    b.node("MatMul", {"a", "wt"}, {"y"}).output("y");
-    cases.push_back({.op = "MatMul", .name = "MatMul a·Wᵀ by hand (Transpose fused)", .model = b,
-                     .values = {{"a", {1, 2, 3, 4, 5, 6}}, {"w", {1, 0, 1, 0, 1, 1}}},
-                     .expect = {{"y", {4, 5, 10, 11}}}});
-  }
-  {
-    ModelBuilder b;
-    b.input("x", {2, 3, 4}).floats("w", {5, 4}).node("Transpose", {"w"}, {"wt"}).attr("perm", Ints{1, 0});
-    b.node("MatMul", {"x", "wt"}, {"y"}).output("y");
-    cases.push_back({.op = "MatMul", .name = "MatMul folded batch x·Wᵀ, W a parameter (Transpose fused)", .model = b,
-                     .values = {{"w", pattern_b(20)}}});
-  }
-  {
-    ModelBuilder b;
-    b.input("q", {2, 3, 5, 4}).input("k", {2, 3, 6, 4}).node("Transpose", {"k"}, {"kt"}).attr("perm", Ints{0, 1, 3, 2});
-    b.node("MatMul", {"q", "kt"}, {"y"}).output("y");
-    cases.push_back({.op = "MatMul", .name = "MatMul attention q·kᵀ [2,3,5,4]x[2,3,6,4]ᵀ (Transpose fused)", .model = b});
-  }
-  {
-    ModelBuilder b;
-    b.input("a", {2, 1, 5, 4}).input("b", {3, 6, 4}).node("Transpose", {"b"}, {"bt"}).attr("perm", Ints{0, 2, 1});
-    b.node("MatMul", {"a", "bt"}, {"y"}).output("y");
-    cases.push_back({.op = "MatMul", .name = "MatMul broadcast [2,1,5,4]x[3,6,4]ᵀ (Transpose fused)", .model = b});
-  }
   {
     ModelBuilder b;
     b.input("x", {2, 3, 4}).floats("w", {4, 6}).node("MatMul", {"x", "w"}, {"y"}).output("y");

@@ -3,7 +3,6 @@
 // Legend: A [..., m, k], B [..., k, n], Y [..., m, n]; b = one element of the broadcast batch.
 #include <algorithm>
 
-#include "graph/fuse.h"
 #include "launcher/runtime/cpu/kernels.h"
 #include "launcher/runtime/cpu/linear_conv.h"
 #include "launcher/runtime/cpu/linear_einsum.h"
@@ -20,9 +19,7 @@ void require_f32(const OpCall& c) {
 // ---- MatMul (numpy): Y[b] = A[b]·B[b], where a 1-D A is [1,k] and a 1-D B is [k,1] (the unit
 // axis dropped from Y) and the batch axes broadcast. dA[a] = sum over the b reading a of
 // dY[b]·B[b]ᵀ; dB[b'] = sum of A[b]ᵀ·dY[b]. With one B matrix, A's batch folds into m: one GEMM
-// each way (a Linear layer's x·W). With kMatMulTransB (graph/fuse.h) B is stored [..., n, k]: the
-// products read it transposed (tb) and its gradient is written as stored, dBᵀ = dYᵀ·A, so a
-// Linear's x·Wᵀ copies nothing either way.
+// each way (a Linear layer's x·W).
 struct MatMulPlan {
   GemmDims d;
   GemmBatch batch;  // per output matrix b: A's and B's matrix, and b
@@ -30,12 +27,11 @@ struct MatMulPlan {
   int64_t count = 0;  // output matrices
 };
 
-MatMulPlan matmul_plan(const Node& node, Shape a, Shape b) {
+MatMulPlan matmul_plan(Shape a, Shape b) {
   if (a.size() == 1) a.insert(a.begin(), 1);
   if (b.size() == 1) b.push_back(1);
   MatMulPlan p;
-  p.d = {.m = a[a.size() - 2], .n = b.back(), .k = a.back(), .tb = node.attr_int(kMatMulTransB, 0) != 0};
-  if (p.d.tb) p.d.n = b[b.size() - 2];
+  p.d = {.m = a[a.size() - 2], .n = b.back(), .k = a.back()};
   Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
   Shape out = ab.size() >= bb.size() ? ab : bb;
   for (size_t i = 0; i < std::min(ab.size(), bb.size()); ++i) {
@@ -56,39 +52,33 @@ MatMulPlan matmul_plan(const Node& node, Shape a, Shape b) {
 
 void matmul_forward(const OpCall& c) {
   require_f32(c);
-  MatMulPlan p = matmul_plan(c.node, c.in[0]->shape(), c.in[1]->shape());
+  MatMulPlan p = matmul_plan(c.in[0]->shape(), c.in[1]->shape());
   const float* a = c.in[0]->data<float>();
   const float* b = c.in[1]->data<float>();
   float* y = c.out[0]->data<float>();
-  if (p.fold) gemm({.m = p.count * p.d.m, .n = p.d.n, .k = p.d.k, .tb = p.d.tb}, 1.0f, a, b, 0.0f, y, c.ctx.threads);
+  if (p.fold) gemm({.m = p.count * p.d.m, .n = p.d.n, .k = p.d.k}, 1.0f, a, b, 0.0f, y, c.ctx.threads);
   else batched_gemm(p.d, a, b, y, p.batch, c.ctx.threads);
 }
 
 void matmul_backward(const GradCall& c) {
-  MatMulPlan p = matmul_plan(c.node, c.in_shapes[0], c.in_shapes[1]);
+  MatMulPlan p = matmul_plan(c.in_shapes[0], c.in_shapes[1]);
   const float* dy = c.dout[0]->data<float>();
   for (Array* d : c.din) {
     if (d && p.count == 0) std::fill_n(d->data<float>(), d->numel(), 0.0f);
   }
   if (p.count == 0) return;
   const auto [m, n, k, ta, tb] = p.d;
-  if (Array* da = c.din[0]) {  // dA = dY·Bᵀ (B stored [n,k] with tb: dY·B)
+  if (Array* da = c.din[0]) {  // dA = dY·Bᵀ
     const float* b = c.in[1]->data<float>();
-    GemmDims d{.m = m, .n = k, .k = n, .tb = !tb};
-    if (p.fold) gemm({.m = p.count * m, .n = k, .k = n, .tb = !tb}, 1.0f, dy, b, 0.0f, da->data<float>(), c.ctx.threads);
+    GemmDims d{.m = m, .n = k, .k = n, .tb = true};
+    if (p.fold) gemm({.m = p.count * m, .n = k, .k = n, .tb = true}, 1.0f, dy, b, 0.0f, da->data<float>(), c.ctx.threads);
     else batched_gemm(d, dy, b, da->data<float>(), {p.batch.c, p.batch.b, p.batch.a}, c.ctx.threads);
   }
-  if (Array* db = c.din[1]) {  // dB = Aᵀ·dY (with tb, as stored: dBᵀ = dYᵀ·A)
+  if (Array* db = c.din[1]) {  // dB = Aᵀ·dY
     const float* a = c.in[0]->data<float>();
-    if (tb) {
-      GemmDims d{.m = n, .n = k, .k = m, .ta = true};
-      if (p.fold) gemm({.m = n, .n = k, .k = p.count * m, .ta = true}, 1.0f, dy, a, 0.0f, db->data<float>(), c.ctx.threads);
-      else batched_gemm(d, dy, a, db->data<float>(), {p.batch.c, p.batch.a, p.batch.b}, c.ctx.threads);
-    } else {
-      GemmDims d{.m = k, .n = n, .k = m, .ta = true};
-      if (p.fold) gemm({.m = k, .n = n, .k = p.count * m, .ta = true}, 1.0f, a, dy, 0.0f, db->data<float>(), c.ctx.threads);
-      else batched_gemm(d, a, dy, db->data<float>(), {p.batch.a, p.batch.c, p.batch.b}, c.ctx.threads);
-    }
+    GemmDims d{.m = k, .n = n, .k = m, .ta = true};
+    if (p.fold) gemm({.m = k, .n = n, .k = p.count * m, .ta = true}, 1.0f, a, dy, 0.0f, db->data<float>(), c.ctx.threads);
+    else batched_gemm(d, a, dy, db->data<float>(), {p.batch.a, p.batch.c, p.batch.b}, c.ctx.threads);
   }
 }
 
