@@ -341,6 +341,9 @@ MODELS = {
                    "EncoderClassifier(512, 8, 2048, 6): nn.TransformerEncoder"
                    "(TransformerEncoderLayer(512, 8, 2048, batch_first=True), "
                    "6) + mean + Linear(512, 10)"),
+    "gpt_124m": ("gpt", lambda: GPT(50257, 1024, 768, 12, 12),
+                 tokens(1024, 50257), "GPT(vocab=50257, ctx=1024, d=768, "
+                 "n_head=12, n_layer=12): GPT-2 small's shape"),
     "gpt_1p3b": ("gpt", lambda: GPT(50257, 512, 2048, 16, 24),
                  tokens(512, 50257), "GPT(vocab=50257, ctx=512, d=2048, "
                  "n_head=16, n_layer=24)"),
@@ -466,6 +469,13 @@ FULL = {
     "swin_t_train_inline_b8": E("swin_t", batch=8, notes=NOSD),
     "swin_t_train_graph_inputs_b8": SPREAD["swin_t_train_graph_inputs_b8"],
     "transformer_encoder_6l_d512_train_inline_b4": E("encoder_6l"),
+    "gpt_124m_eval_inline_b4": E(
+        "gpt_124m", "eval", no_grad=True,
+        notes="torch.onnx.export's defaults (eval mode, constant folding): "
+              "every Linear weight arrives pre-transposed as an "
+              "onnx::MatMul_N initializer read by its MatMul directly, and "
+              "the LM head reads an untied transposed copy of wte; "
+              + NO_GRAD),
     "gpt_1p3b_train_graph_inputs_dyn": E(
         "gpt_1p3b", weights="graph_inputs", batch=1, dynamic=True,
         no_grad=True, fresh_init=True, notes=NO_GRAD),
