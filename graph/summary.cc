@@ -72,6 +72,8 @@ std::vector<NodeCost> node_costs(const Graph& g) {
     // Saved parameters, constants and tensors computed from them alone (a transposed weight, a
     // causal mask) are held anyway as model state; only data-dependent tensors are activations.
     c.saved = def->saved(v, c.input_grad);
+    for (const Saved& sv : c.saved)
+      if (sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]) c.state_read.push_back(sv.tensor);
     std::erase_if(c.saved, [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; });
     for (const Saved& sv : c.saved) {
       if (__builtin_add_overflow(c.saved_bytes, sv.bytes, &c.saved_bytes)) {

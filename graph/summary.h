@@ -31,6 +31,7 @@ struct NodeCost {
   double bwd_flops = 0;
   OpBytes bytes;
   std::vector<Saved> saved;         // data-dependent tensors and op extras only
+  std::vector<int> state_read;      // model state the backward reads too (a weight, W^T): not saved
   int64_t saved_bytes = 0;          // their sum
   std::vector<bool> input_grad;  // per input position: does this input get a gradient
 };

@@ -98,6 +98,15 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   const Graph& g = graph;
   check_sizes_fit(g, mesh_, options_.training);
   node_costs_ = tensoropt::node_costs(g);
+  data_dependent_ = tensoropt::data_dependent(g);
+  // Ops computing model state alone whose result a backward reads (a transposed weight): the
+  // runtime does not keep it, and runs the op again there (launcher/runtime/step_plan.h).
+  reruns_.assign(g.nodes.size(), false);
+  for (const NodeCost& c : node_costs_)
+    for (int t : c.state_read) {
+      const int p = g.tensors[static_cast<size_t>(t)].producer;
+      if (p >= 0) reruns_[static_cast<size_t>(p)] = true;
+    }
   requires_grad_ = requires_grad(g);
   is_output_.assign(g.tensors.size(), false);
   for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;
@@ -196,6 +205,8 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       l.tensor = t;
       l.gradient = node_costs_[n].input_grad[i];
       l.to_keeps = contains(node_costs_[n].saved, t);
+      l.to_rereads = std::find(node_costs_[n].state_read.begin(), node_costs_[n].state_read.end(), t) != node_costs_[n].state_read.end();
+      l.state = !data_dependent_[static_cast<size_t>(t)];
       if (tensor_var_[static_cast<size_t>(t)] >= 0) {
         l.from = tensor_var_[static_cast<size_t>(t)];
       } else if (tensor.kind == TensorKind::Activation) {
@@ -411,7 +422,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     for (int32_t a : from_first)
       for (int32_t b : to_first) {
         const int32_t f = from_ids[static_cast<size_t>(a)], t = to_ids[static_cast<size_t>(b)];
-        class_comm.push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient));
+        class_comm.push_back(f == t ? -1 : transition_index(l.tensor, from_layout(l, a), f, to_layout(l, b), t, l.gradient, regathers(l, a, b)));
         class_held.push_back(link_activations(static_cast<int>(e), a, b, f == t));
       }
     link_offset_[e] = comm_link_.size();
@@ -484,7 +495,7 @@ size_t StrategySpace::TransitionKeyHash::operator()(const TransitionKey& k) cons
   uint64_t h = static_cast<uint32_t>(k.shape);
   h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.from);
   h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.to);
-  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.element_bytes) * 2u + (k.gradient ? 1u : 0u);
+  h = h * 0x9E3779B97F4A7C15ull + static_cast<uint32_t>(k.element_bytes) * 4u + (k.gradient ? 1u : 0u) + (k.regather ? 2u : 0u);
   return static_cast<size_t>(h ^ (h >> 29));
 }
 
@@ -500,12 +511,21 @@ int32_t StrategySpace::shape_id(int tensor) const {
   return id;
 }
 
+bool StrategySpace::regathers(const Link& l, int from_config, int to_config) const {
+  const Variable& from = vars_[static_cast<size_t>(l.from)];
+  const Variable& to = vars_[static_cast<size_t>(l.to)];
+  if (!l.state || to.kind != VarKind::Op) return false;
+  if (!(l.to_rereads || recomputes(l.to, to_config) || reruns_[static_cast<size_t>(to.node)])) return false;
+  if (from.kind == VarKind::Parameter) return true;
+  return from.kind == VarKind::Op && !(recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)));
+}
+
 int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
-                                        bool gradient) const {
+                                        bool gradient, bool regather) const {
   TO_CHECK(building_);
   const Tensor& t = graph_->tensors[static_cast<size_t>(tensor)];
   const int eb = options_.training.element_bytes(t);
-  const TransitionKey key{shape_id(tensor), from_id, to_id, eb, gradient};
+  const TransitionKey key{shape_id(tensor), from_id, to_id, eb, gradient, regather};
   if (auto it = comm_cache_.find(key); it != comm_cache_.end()) return it->second;
   CommCost c;
   RedistributePlan plan = redistribute(t.shape, eb, from, to, mesh_);
@@ -517,6 +537,10 @@ int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t 
     for (const Step& s : back.steps)
       if (is_collective(s.kind)) c.backward[static_cast<size_t>(s.kind)] += step_time(s, mesh_);
     c.transient_backward = static_cast<double>(transient_bytes(back, mesh_));
+  }
+  if (regather) {
+    for (size_t k = 0; k < c.forward.size(); ++k) c.backward[k] += c.forward[k];
+    c.transient_backward += c.transient_forward;
   }
   const int32_t index = static_cast<int32_t>(comm_values_.size());
   comm_values_.push_back(c);
@@ -592,7 +616,7 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
   OpTime time = compute_->op_time(w);
   b[Term::ComputeForward] = time.forward;
   b[Term::ComputeBackward] = time.backward;
-  if (c.recompute) b[Term::Recompute] = time.forward;
+  if (c.recompute || reruns_[static_cast<size_t>(v.node)]) b[Term::Recompute] = time.forward;
 
   if (!c.recompute) {
     for (const Saved& s : nc.saved) {
@@ -696,7 +720,6 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
 
 void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int to_config) const {
   const Link& l = links_.at(static_cast<size_t>(link));
-  const Layout& lt = to_layout(l, to_config);
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
   const int32_t ci = comm_link_[link_pair(static_cast<size_t>(link), from_config, to_config)];
@@ -712,13 +735,10 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
   if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
     if (recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)) && !same)
       add_comm(b, Purpose::Backward, comm.forward);  // regenerated, then redistributed again
-  } else if (from.kind == VarKind::Parameter) {
-    // A reader using a parameter gathered from its shards (ZeRO-3 / FSDP style) holds that copy
-    // from forward until its backward; a local slice of a replicated parameter is a view.
-    double moved = 0;
-    for (double t : comm.forward) moved += t;
-    if (!same && moved > 0) b[Term::Weights] += static_cast<double>(local_bytes(l.tensor, lt));
   }
+  // A parameter gathered from its shards for a reader (ZeRO-3 / FSDP style) is not held: the copy
+  // is a transient of the reader's forward, and of its backward where that reads it again (the
+  // move charged twice, regathers()); a local slice of a replicated parameter is a view.
 }
 
 std::pair<double, double> StrategySpace::link_activations(int link, int from_config, int to_config, bool same) const {

@@ -127,6 +127,8 @@ struct Link {
   bool gradient = false;   // a gradient flows back along the link
   bool from_keeps = false; // the producer op's backward needs the tensor
   bool to_keeps = false;   // the reader op's backward needs the tensor
+  bool to_rereads = false; // the reader op's backward reads it too, as model state (not kept)
+  bool state = false;      // model state: a parameter, or computed from weights and constants alone
 };
 
 struct SpaceOptions {
@@ -240,6 +242,8 @@ class StrategySpace {
   const ComputeModel* compute_;
   SpaceOptions options_;
   std::vector<NodeCost> node_costs_;
+  std::vector<bool> data_dependent_;  // per tensor (graph/summary.h)
+  std::vector<bool> reruns_;          // per node: computes model state a backward reads; run again there
   std::vector<bool> requires_grad_;
   std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
   // The step's schedule: position_[var] is the node after whose backward what the variable holds
@@ -280,6 +284,7 @@ class StrategySpace {
     int32_t shape, from, to;
     int32_t element_bytes;
     bool gradient;
+    bool regather;
     bool operator==(const TransitionKey&) const = default;
   };
   struct TransitionKeyHash {
@@ -290,8 +295,15 @@ class StrategySpace {
   };
   int32_t layout_id(const Layout& l) const;
   int32_t shape_id(int tensor) const;
+  // With `regather` the move is made again in the reader's backward (regathers()): its time is
+  // charged there too, and its result lives beside the backward's own transient.
   int32_t transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
-                           bool gradient) const;
+                           bool gradient, bool regather = false) const;
+  // A model-state tensor moved to a reader is not held from forward to backward: where the
+  // reader's backward (or its rerun) reads it again, it is moved again then, as FSDP gathers a
+  // sharded weight twice and as the runtime executes it. False where the producer's recompute
+  // already charges the move again (add_link_terms).
+  bool regathers(const Link& l, int from_config, int to_config) const;
   mutable std::vector<CommCost> comm_values_;  // written only while building
   mutable std::unordered_map<TransitionKey, int32_t, TransitionKeyHash> comm_cache_;  // -> comm_values_
   mutable std::unordered_map<Layout, int32_t, LayoutHash> layout_ids_;

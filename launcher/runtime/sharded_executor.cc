@@ -398,8 +398,12 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
       if (t < 0) continue;
       const Layout& home = sh_.home[static_cast<size_t>(t)];
       const Layout& need = sh_.in[i][q];
-      ins[q] = home == need ? home_value(t, ctx) : move(home_value(t, ctx), t, home, need, p.keep_input[q] ? MemoryKind::Activations : MemoryKind::Transients);
-      if (p.keep_input[q]) kept_in_[i][q] = ins[q];
+      // A parameter moved for this node (gathered from its shards) is not kept: its backward moves
+      // it again, as FSDP gathers twice and the planner costs it (space.h, regathers()).
+      const bool moved = !(home == need);
+      const bool keep = p.keep_input[q] && !(moved && g_.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter);
+      ins[q] = moved ? move(home_value(t, ctx), t, home, need, keep ? MemoryKind::Activations : MemoryKind::Transients) : home_value(t, ctx);
+      if (keep) kept_in_[i][q] = ins[q];
     }
     std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
     for (size_t o = 0; o < n.outputs.size(); ++o) {

@@ -164,6 +164,68 @@ TEST_CASE("strategy space: pure data parallelism is in the space and the frontie
   }
 }
 
+namespace {
+
+// The link into `to` (an op variable's name) from `from`, and the terms under the configurations
+// whose layouts on that link are `from_layout` (what `from` gives) and `to_layout` (what the
+// reader needs), without recompute.
+Breakdown gathered_link(const StrategySpace& s, const std::string& from, const std::string& to, const std::string& from_layout,
+                        const std::string& to_layout) {
+  const int u = s.find_variable(from), v = s.find_variable(to);
+  REQUIRE(u >= 0);
+  REQUIRE(v >= 0);
+  int link = -1;
+  for (size_t e = 0; e < s.links().size(); ++e)
+    if (s.links()[e].from == u && s.links()[e].to == v) link = static_cast<int>(e);
+  REQUIRE(link >= 0);
+  const Link& l = s.links()[static_cast<size_t>(link)];
+  const auto pick = [&](int var, bool producer, const std::string& want) {
+    const Variable& x = s.variables()[static_cast<size_t>(var)];
+    for (size_t k = 0; k < x.configs.size(); ++k) {
+      const VarConfig& c = x.configs[k];
+      if (c.recompute || c.zero != 0) continue;
+      const Layout& at = x.kind != VarKind::Op ? c.layout
+                         : producer ? x.op_configs[static_cast<size_t>(c.op_config)].outputs[static_cast<size_t>(l.from_slot)]
+                                    : x.op_configs[static_cast<size_t>(c.op_config)].inputs[static_cast<size_t>(l.to_slot)];
+      if (at.str() == want) return static_cast<int>(k);
+    }
+    FAIL("no configuration of " << x.name << " with " << want);
+    return -1;
+  };
+  return s.link_terms(link, pick(u, true, from_layout), pick(v, false, to_layout));
+}
+
+}  // namespace
+
+TEST_CASE("strategy space: a weight gathered for its product is gathered again for the backward, through a Transpose or not") {
+  // nn.Linear exported without constant folding, x · Transpose(W), and as a default export stores
+  // it, x · Wᵀ: stored split on the output features, gathered whole for a data-parallel product.
+  // Neither holds the gathered copy from forward to backward (the runtime gathers it again), so
+  // both charge the gather forward and again in backward, with the gradient's reduce-scatter.
+  test::ModelBuilder unfolded, folded;
+  // A bias before the product makes its input need a gradient, so its backward reads the weight.
+  for (test::ModelBuilder* b : {&unfolded, &folded}) b->input("x0", {-1, 64}).floats("b0", {64}).node("Add", {"x0", "b0"}, {"x"});
+  unfolded.floats("w", {128, 64}).node("Transpose", {"w"}, {"wt"}, "t").attr("perm", std::vector<int64_t>{1, 0});
+  unfolded.node("MatMul", {"x", "wt"}, {"y"}, "mm").output("y");
+  folded.floats("wt", {64, 128}).node("MatMul", {"x", "wt"}, {"y"}, "mm").output("y");
+  const Graph gu = import_onnx_bytes(unfolded.bytes(), "unfolded.onnx", {.batch = 8});
+  const Graph gf = import_onnx_bytes(folded.bytes(), "folded.onnx", {.batch = 8});
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  StrategySpace su(gu, DeviceMesh::with_shape(kH100, {4}), compute, SpaceOptions{});
+  StrategySpace sf(gf, DeviceMesh::with_shape(kH100, {4}), compute, SpaceOptions{});
+  const Breakdown u = gathered_link(su, "op:t", "op:mm", "[S(1)]", "[R]");
+  const Breakdown f = gathered_link(sf, "param:wt", "op:mm", "[S(1)]", "[R]");
+  for (const Breakdown& b : {u, f}) {
+    const double gather = b[comm_term(Purpose::Forward, StepKind::AllGather)];
+    CHECK(gather > 0);
+    CHECK(b[comm_term(Purpose::Backward, StepKind::AllGather)] == gather);
+    CHECK(b[comm_term(Purpose::Backward, StepKind::ReduceScatter)] > 0);
+    CHECK(b[Term::Weights] == 0);
+    CHECK(b[Term::Activations] == 0);
+  }
+  CHECK(u.time() == f.time());
+}
+
 TEST_CASE("baselines: data parallel and ZeRO-2 store every parameter whole on every device, as DDP does") {
   // Storing a weight split and gathering it at each use is cheaper for the analytic model on the
   // cpu cluster: a baseline named data parallel must not drift into it (the DDP benchmark runs it).
