@@ -514,10 +514,12 @@ int32_t StrategySpace::shape_id(int tensor) const {
 bool StrategySpace::regathers(const Link& l, int from_config, int to_config) const {
   const Variable& from = vars_[static_cast<size_t>(l.from)];
   const Variable& to = vars_[static_cast<size_t>(l.to)];
+  if (from.kind == VarKind::Op && to.kind == VarKind::Op && recomputes(l.from, from_config) &&
+      (l.to_keeps || recomputes(l.to, to_config)))
+    return true;  // regenerated in backward, then moved again for its reader
   if (!l.state || to.kind != VarKind::Op) return false;
   if (!(l.to_rereads || recomputes(l.to, to_config) || reruns_[static_cast<size_t>(to.node)])) return false;
-  if (from.kind == VarKind::Parameter) return true;
-  return from.kind == VarKind::Op && !(recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)));
+  return from.kind == VarKind::Parameter || from.kind == VarKind::Op;
 }
 
 int32_t StrategySpace::transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
@@ -719,9 +721,6 @@ Breakdown StrategySpace::link_terms(int link, int from_config, int to_config) co
 }
 
 void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int to_config) const {
-  const Link& l = links_.at(static_cast<size_t>(link));
-  const Variable& from = vars_[static_cast<size_t>(l.from)];
-  const Variable& to = vars_[static_cast<size_t>(l.to)];
   const int32_t ci = comm_link_[link_pair(static_cast<size_t>(link), from_config, to_config)];
   const bool same = ci < 0;  // the two layouts are equal
   CommCost comm;
@@ -732,13 +731,11 @@ void StrategySpace::add_link_terms(Breakdown& b, int link, int from_config, int 
   }
   const auto [at_from, at_to] = link_held_[link_pair(static_cast<size_t>(link), from_config, to_config)];
   b[Term::Activations] += at_from + at_to;
-  if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
-    if (recomputes(l.from, from_config) && (l.to_keeps || recomputes(l.to, to_config)) && !same)
-      add_comm(b, Purpose::Backward, comm.forward);  // regenerated, then redistributed again
-  }
-  // A parameter gathered from its shards for a reader (ZeRO-3 / FSDP style) is not held: the copy
-  // is a transient of the reader's forward, and of its backward where that reads it again (the
-  // move charged twice, regathers()); a local slice of a replicated parameter is a view.
+  // Moved again in backward (regathers(), charged in comm.backward, its copy in the link's
+  // backward transient): a tensor its producer's recompute regenerates, and a parameter gathered
+  // from its shards (ZeRO-3 / FSDP style) or a tensor computed from weights alone where the
+  // reader's backward reads it again; neither is held from forward. A local slice of a replicated
+  // parameter is a view.
 }
 
 std::pair<double, double> StrategySpace::link_activations(int link, int from_config, int to_config, bool same) const {
