@@ -17,14 +17,16 @@
 //
 // Cost terms (Breakdown), all sums over variables and links, so FT is exact on them:
 //   compute    roofline of the local shard per op, forward and backward (planner/compute_model.h);
-//              a recomputed op pays its forward again
+//              a recomputed op pays its forward again, as does an op making model state a
+//              backward reads (a transposed weight: the runtime runs it again there)
 //   comm       every redistribution step's alpha-beta time (planner/parallel/collectives.h), by purpose
 //              (forward, backward, gradient synchronisation: bucketed, bucketed_step_time) and kind
 //   optimizer  one memory-bound pass over the local (ZeRO: sharded) weights, gradients and state
 //   memory     weights, gradients and optimizer state per device (planner/training.h; ZeRO-2 divides
 //              the optimizer state and the gradients by the replicating axes' sizes); a
-//              reader using a parameter in another layout than its storage (gathered from shards,
-//              as ZeRO-3/FSDP do) holds that copy too, until its backward;
+//              parameter a reader uses in another layout than its storage (gathered from shards,
+//              as ZeRO-3/FSDP do) is not held: the copy is a transient, made again for the
+//              reader's backward where that reads it (regathers());
 //              activations saved for backward in the layouts they are saved in; data inputs;
 //              buffers and constants as each reader holds them
 // plus one term outside the sum, workspace(): what the step's peak adds to the summed memory (the
