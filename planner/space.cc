@@ -98,7 +98,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   const Graph& g = graph;
   check_sizes_fit(g, mesh_, options_.training);
   node_costs_ = tensoropt::node_costs(g);
-  data_dependent_ = tensoropt::data_dependent(g);
+  const std::vector<bool> data_dependent = tensoropt::data_dependent(g);
   // Ops computing model state alone whose result a backward reads (a transposed weight): the
   // runtime does not keep it, and runs the op again there (launcher/runtime/step_plan.h).
   reruns_.assign(g.nodes.size(), false);
@@ -206,7 +206,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       l.gradient = node_costs_[n].input_grad[i];
       l.to_keeps = contains(node_costs_[n].saved, t);
       l.to_rereads = std::find(node_costs_[n].state_read.begin(), node_costs_[n].state_read.end(), t) != node_costs_[n].state_read.end();
-      l.state = !data_dependent_[static_cast<size_t>(t)];
+      l.state = !data_dependent[static_cast<size_t>(t)];
       if (tensor_var_[static_cast<size_t>(t)] >= 0) {
         l.from = tensor_var_[static_cast<size_t>(t)];
       } else if (tensor.kind == TensorKind::Activation) {

@@ -244,7 +244,6 @@ class StrategySpace {
   const ComputeModel* compute_;
   SpaceOptions options_;
   std::vector<NodeCost> node_costs_;
-  std::vector<bool> data_dependent_;  // per tensor (graph/summary.h)
   std::vector<bool> reruns_;          // per node: computes model state a backward reads; run again there
   std::vector<bool> requires_grad_;
   std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
@@ -301,10 +300,10 @@ class StrategySpace {
   // charged there too, and its result lives beside the backward's own transient.
   int32_t transition_index(int tensor, const Layout& from, int32_t from_id, const Layout& to, int32_t to_id,
                            bool gradient, bool regather = false) const;
-  // A model-state tensor moved to a reader is not held from forward to backward: where the
-  // reader's backward (or its rerun) reads it again, it is moved again then, as FSDP gathers a
-  // sharded weight twice and as the runtime executes it. False where the producer's recompute
-  // already charges the move again (add_link_terms).
+  // Whether the link's move is made again in the reader's backward, as the runtime executes it:
+  // for a tensor its producer's recompute regenerates and the reader needs there; and for a
+  // model-state tensor (never held from forward to backward) where the reader's backward or rerun
+  // reads it again, as FSDP gathers a sharded weight twice.
   bool regathers(const Link& l, int from_config, int to_config) const;
   mutable std::vector<CommCost> comm_values_;  // written only while building
   mutable std::unordered_map<TransitionKey, int32_t, TransitionKeyHash> comm_cache_;  // -> comm_values_
