@@ -44,6 +44,10 @@ std::map<std::string, Shape> onnx_reference(onnx::ModelProto model, const Graph&
     for (int64_t d : x.shape) shape->add_dim()->set_dim_value(d);
   }
   gp->clear_value_info();
+  // We read every initializer as a constant whatever the IR version; before IR 4 ONNX ignores the
+  // values of initializers (they were defaults of graph inputs) and then mis-sizes ops that read
+  // them: a Slice whose axes it cannot see slices axis 0. From IR 4 it reads them as we do.
+  if (model.ir_version() < 4) model.set_ir_version(4);
   // Every tensor our inference typed gets its element type (no shape) up front. ONNX leaves the
   // outputs of a node it cannot infer (an op missing from the model's opset) untyped, and some of
   // its inference functions then dereference the missing type: Shape-15's data propagation
