@@ -125,7 +125,13 @@ Graph import_steps(const std::string& bytes, const std::string& label, const Imp
   Graph g = graph_from_proto(model, label);
   classify_inputs(g, options.frozen);
   std::optional<int64_t> b0 = fixed_batch(g);
-  if (b0 && options.batch && *options.batch != *b0) return rebatched(std::move(g), model, *b0, *options.batch, options);
+  if (b0 && options.batch && *options.batch != *b0) {
+    if (*b0 <= 0) {
+      throw InputError(label + ": the inputs were exported with a batch of 0 (an empty example), which cannot be re-batched to " +
+                       std::to_string(*options.batch) + ": re-export with a non-empty example, or with dynamic_axes={...: {0: \"batch\"}}");
+    }
+    return rebatched(std::move(g), model, *b0, *options.batch, options);
+  }
   specialise_batch(g, options.batch);
   // ONNX's inference sees only a model our own inference found consistent: libonnx crashes on
   // some inconsistent ones (a Reshape whose constant target disagrees with its input).
