@@ -32,6 +32,7 @@ struct PlanArgs {
   bool recompute = true;               // false: --no-recompute
   std::string recompute_mode = "selective";  // --recompute: selective, all or none
   bool zero = true;
+  int64_t param_persistence = 100000;  // SpaceOptions::param_persistence
   std::optional<std::string> json;     // file, or "-" for stdout
   std::optional<std::string> plot;
   std::optional<std::string> dump_space;

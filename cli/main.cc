@@ -106,6 +106,9 @@ int main(int argc, char** argv) {
   pl->add_flag("!--no-recompute", plan.recompute, "Same as --recompute none")->excludes(recompute);
   pl->add_option("--frozen", plan.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
   pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");
+  pl->add_option("--param-persistence", plan.param_persistence,
+                 "Parameters of fewer elements are stored whole on every GPU, never split and gathered at each use (biases, norm scales: as DeepSpeed's stage3_param_persistence_threshold); 0: any parameter may be split")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
   pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");

@@ -187,6 +187,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   settings.recompute = args.recompute && args.recompute_mode != "none";
   settings.recompute_all = settings.recompute && args.recompute_mode == "all";
   settings.zero = args.zero;
+  settings.param_persistence = args.param_persistence;
   settings.mesh_axes = args.mesh_axes;
   settings.epsilon = args.epsilon;
   settings.batch = args.batch ? *args.batch : 8 * static_cast<int64_t>(counts.back());
@@ -217,6 +218,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   options.space.recompute = settings.recompute;
   options.space.recompute_all = settings.recompute_all;
   options.space.zero = settings.zero;
+  options.space.param_persistence = settings.param_persistence;
   options.epsilon = settings.epsilon;
   options.max_mesh_axes = settings.mesh_axes;
   options.max_planner_bytes =

@@ -115,6 +115,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   so.recompute = ps.recompute;
   so.recompute_all = ps.recompute_all;
   so.zero = ps.zero;
+  so.param_persistence = ps.param_persistence;
   so.kernel_threads = threads;
   planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, stored.mesh), compute, so);
   const std::vector<int> assignment = planner::resolve_strategy(stored, space);

@@ -96,7 +96,8 @@ ordered_json settings_json(const PlanSettings& s) {
   ordered_json j;
   j["cluster"] = ordered_json::parse(cluster_json(s.cluster));
   j["training"] = {{"precision", precision_name(s.training.precision)}, {"optimizer", optimizer_name(s.training.optimizer)}};
-  j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"recompute_all", s.recompute_all}, {"zero", s.zero}};
+  j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"recompute_all", s.recompute_all}, {"zero", s.zero},
+                 {"param_persistence", s.param_persistence}};
   j["cost_source"] = s.cost_source;
   j["memory_budget_bytes"] = s.memory_budget;
   return j;
@@ -151,6 +152,12 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
   // Absent in plan files written before --recompute all existed.
   s.recompute_all = se.contains("recompute_all") ? field(se, "recompute_all", path + ": search").get<bool>() : false;
   s.zero = field(se, "zero", path + ": search").get<bool>();
+  // Absent in plan files written before --param-persistence existed: every parameter could split.
+  if (se.contains("param_persistence")) {
+    const auto& pp = se["param_persistence"];
+    if (!pp.is_number_integer() || pp.get<int64_t>() < 0) bad(path + ": search: param_persistence", "must be a whole number >= 0");
+    s.param_persistence = pp.get<int64_t>();
+  }
   s.cost_source = field(j, "cost_source", path).get<std::string>();
   s.memory_budget = field(j, "memory_budget_bytes", path).get<double>();
   return s;

@@ -39,6 +39,7 @@ struct PlanSettings {
   bool recompute = true;
   bool recompute_all = false;  // every op may recompute (plan --recompute all)
   bool zero = true;
+  int64_t param_persistence = 0;  // SpaceOptions::param_persistence (plan --param-persistence)
   int mesh_axes = 2;
   double epsilon = 0;
   double memory_budget = 0;  // bytes per GPU

@@ -251,7 +251,8 @@ TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which
 }
 
 TEST_CASE("cli: --planner-memory: a mesh whose exact frontier would pass it is thinned with epsilon 0.01, and says so") {
-  const std::string m = model("resnet18.onnx") + " --recompute all";
+  // Every parameter may be split (the sizes below were measured so).
+  const std::string m = model("resnet18.onnx") + " --recompute all --param-persistence 0";
   // Exact, the one-axis mesh needs under 2 MiB here, the two-axis ones 20 and 23 MiB. The first
   // mesh solved, [4 intra, 2 intra], has 12 MiB (10 with epsilon 0.01); the two solved side by
   // side after it 6 MiB each.
@@ -296,6 +297,57 @@ TEST_CASE("cli: GPT-2 small plans on 4,096 GPUs, its logits [32768,1024,50257] p
   CHECK(has(line, "; planned in "));
   CHECK(line.back() == ')');
   CHECK(has(r.out, "  chosen: point "));
+}
+
+TEST_CASE("cli: plan --param-persistence is recorded, evaluate and old plan files follow it") {
+  const std::string m = model("resnet18.onnx");
+  const std::string kept = (temp_dir() / "persist.json").string();
+  const std::string any = (temp_dir() / "persist0.json").string();
+  Result r = run("plan " + m + " --gpus 4 --batch 16 --json " + kept);
+  CAPTURE(r.err);
+  REQUIRE(r.code == 0);
+  REQUIRE(run("plan " + m + " --gpus 4 --batch 16 --param-persistence 0 --json " + any).code == 0);
+  const nlohmann::json jk = nlohmann::json::parse(slurp(kept));
+  const nlohmann::json ja = nlohmann::json::parse(slurp(any));
+  CHECK(jk["search"]["param_persistence"] == 100000);
+  CHECK(ja["search"]["param_persistence"] == 0);
+  // The smallest point of the full space stores a BatchNormalization parameter (at most 512
+  // elements) split, gathered at each use; with the default every such parameter is whole.
+  const auto splits_small = [](const nlohmann::json& frontier, const nlohmann::json& point) {
+    const auto& vars = frontier["spaces"][point["strategy"]["space"].get<size_t>()]["variables"];
+    const auto& configs = point["strategy"]["configs"];
+    for (size_t v = 0; v < vars.size(); ++v) {
+      const std::string name = vars[v]["name"];
+      if (name.rfind("param:", 0) != 0 || !has(name, "bn")) continue;
+      if (has(vars[v]["configs"][configs[v].get<size_t>()].get<std::string>(), "S(")) return true;
+    }
+    return false;
+  };
+  CHECK(splits_small(ja["frontiers"][0], ja["frontiers"][0]["points"].back()));
+  for (const auto& p : jk["frontiers"][0]["points"]) CHECK_FALSE(splits_small(jk["frontiers"][0], p));
+  // evaluate rebuilds each plan's own space: both smallest points match their plans.
+  for (const std::string& file : {kept, any}) {
+    const size_t last = nlohmann::json::parse(slurp(file))["frontiers"][0]["points"].size() - 1;
+    Result e = run("evaluate " + m + " --strategy " + file + " --point " + std::to_string(last) + " --json");
+    CAPTURE(e.err);
+    REQUIRE(e.code == 0);
+    CHECK(nlohmann::json::parse(e.out)["matches_plan"] == true);
+  }
+  // A plan file from before the flag (no param_persistence) offered every split: read as 0.
+  nlohmann::json old = ja;
+  old["search"].erase("param_persistence");
+  const size_t last = ja["frontiers"][0]["points"].size() - 1;
+  Result o = run("evaluate " + m + " --strategy " + write_temp("older_persist.json", old.dump()) + " --point " + std::to_string(last) + " --json");
+  CAPTURE(o.err);
+  CHECK(o.code == 0);
+  // Read with the default instead, that point's split scale would have no configuration.
+  nlohmann::json narrowed = ja;
+  narrowed["search"]["param_persistence"] = 100000;
+  check_refused(run("evaluate " + m + " --strategy " + write_temp("narrowed_persist.json", narrowed.dump()) + " --point " + std::to_string(last)),
+                "has no configuration");
+  check_refused(run("plan " + m + " --gpus 4 --param-persistence -1"), "--param-persistence");
+  narrowed["search"]["param_persistence"] = -5;
+  check_refused(run("evaluate " + m + " --strategy " + write_temp("bad_persist.json", narrowed.dump())), "param_persistence");
 }
 
 TEST_CASE("cli: plan --recompute all reaches less memory, records it, and evaluate reproduces its points") {

@@ -53,7 +53,7 @@ TEST_CASE("run --gpus 2: each worker's peak memory is the prediction within 10% 
   test::TempDir dir;
   for (const char* m : kModels) {
     const std::string model = kFix + m + ".onnx", plan = dir.path + "/" + m + ".json";
-    REQUIRE(std::system((kBin + " plan " + model + " --gpus 2 --batch 8 --cluster cpu --json " + plan + " >/dev/null 2>&1").c_str()) == 0);
+    REQUIRE(std::system((kBin + " plan " + model + " --gpus 2 --batch 8 --cluster cpu --param-persistence 0 --json " + plan + " >/dev/null 2>&1").c_str()) == 0);
     const size_t n = nlohmann::json::parse(std::ifstream(plan))["frontiers"][0]["points"].size();
     for (size_t point : {size_t{0}, n / 2, n - 1}) {
       CAPTURE(std::string(m));
@@ -76,7 +76,7 @@ TEST_CASE("run --gpus 4: the smallest points, whose recomputed ops' outputs are 
   test::TempDir dir;
   for (const char* m : {"cnn_bn", "gpt", "vit"}) {
     const std::string model = kFix + m + ".onnx", plan = dir.path + "/" + m + ".json";
-    REQUIRE(std::system((kBin + " plan " + model + " --gpus 4 --batch 8 --cluster cpu --json " + plan + " >/dev/null 2>&1").c_str()) == 0);
+    REQUIRE(std::system((kBin + " plan " + model + " --gpus 4 --batch 8 --cluster cpu --param-persistence 0 --json " + plan + " >/dev/null 2>&1").c_str()) == 0);
     const size_t n = nlohmann::json::parse(std::ifstream(plan))["frontiers"][0]["points"].size();
     CAPTURE(std::string(m));
     const nlohmann::json r = report_of(kBin + " run " + model + " --gpus 4 --steps 2 --threads 1 --plan " + plan + " --point " +

@@ -121,7 +121,7 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
   test::TempDir dir;
   const std::vector<double> want = one_device(dir.path);
   const std::string plan = dir.path + "/plan.json";
-  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --json " + plan, dir.path);
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --param-persistence 0 --json " + plan, dir.path);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const size_t n = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size();
   for (size_t point : {size_t{0}, n / 2, n - 1}) {
@@ -196,7 +196,7 @@ TEST_CASE("run --save on 2 workers, --resume on 4 workers or one device: the tra
   REQUIRE_MESSAGE(one.code == 0, one.err);
   const std::vector<double> want = losses(dir.path + "/one.json");
   const std::string plan = dir.path + "/plan4.json";
-  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --json " + plan, dir.path);
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --param-persistence 0 --json " + plan, dir.path);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const size_t last = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size() - 1;
   Result a = sh(kBin + " run " + kGpt + " --gpus 2 --steps 3" + opt + " --save " + dir.path + "/ck.onnx --report " + dir.path + "/a.json",

@@ -254,6 +254,67 @@ TEST_CASE("baselines: data parallel and ZeRO-2 store every parameter whole on ev
   CHECK(checked > 100);
 }
 
+TEST_CASE("strategy space: parameters below param_persistence are stored whole, and the frontier only loses their gathers") {
+  Graph g = import_onnx_file(fixture("tests/fixtures/models/gpt_gelu_tanh.onnx"), {.batch = 8});
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  int64_t largest_small = 0;
+  for (const Tensor& t : g.tensors)
+    if (t.kind == TensorKind::Parameter) largest_small = std::max(largest_small, t.elements());
+  // A threshold between the fixture's parameter sizes: some below it, some at or above it.
+  const int64_t threshold = largest_small / 2;
+  int small = 0, large_split = 0, small_split_without = 0;
+  for (std::vector<int> shape : {std::vector<int>{4}, std::vector<int>{2, 2}}) {
+    SpaceOptions kept;
+    kept.param_persistence = threshold;
+    StrategySpace with(g, DeviceMesh::with_shape(kH100, shape), compute, kept);
+    StrategySpace without(g, DeviceMesh::with_shape(kH100, shape), compute, SpaceOptions{});
+    const auto split = [](const VarConfig& c) {
+      return std::any_of(c.layout.placements().begin(), c.layout.placements().end(), [](const Placement& p) { return !p.is_replicate(); });
+    };
+    for (size_t v = 0; v < with.variables().size(); ++v) {
+      const Variable& var = with.variables()[v];
+      if (var.kind != VarKind::Parameter) continue;
+      CAPTURE(var.name);
+      const bool below = g.tensors[static_cast<size_t>(var.tensor)].elements() < threshold;
+      const Variable& full = without.variables()[v];
+      REQUIRE(full.name == var.name);
+      if (below) {
+        ++small;
+        for (const VarConfig& c : var.configs) CHECK_FALSE(split(c));
+        // ZeRO-2 is still offered on the whole copy.
+        CHECK(std::any_of(var.configs.begin(), var.configs.end(), [](const VarConfig& c) { return c.zero == 2; }));
+        small_split_without += std::any_of(full.configs.begin(), full.configs.end(), split);
+      } else {
+        large_split += std::any_of(var.configs.begin(), var.configs.end(), split);
+        CHECK(var.configs.size() == full.configs.size());
+      }
+    }
+  }
+  CHECK(small > 10);
+  CHECK(large_split > 4);
+  CHECK(small_split_without > 10);  // without the threshold they may be split
+  // The restricted space is a subset of the full one: each point of its frontier is a strategy
+  // of the full space (configurations by name) of the same cost; its frontier is smaller.
+  PlanOptions restricted;
+  restricted.space.param_persistence = threshold;
+  const GpuFrontier a = plan_frontier(g, kH100, 4, compute, restricted);
+  const GpuFrontier b = plan_frontier(g, kH100, 4, compute, PlanOptions{});
+  CHECK(a.points.size() < b.points.size());
+  for (const PlanPoint& p : a.points) {
+    const StrategySpace& in = *a.spaces[static_cast<size_t>(p.mesh)];
+    StrategySpace full(g, in.mesh(), compute, SpaceOptions{});
+    std::vector<int> same(p.assignment.size());
+    for (size_t v = 0; v < same.size(); ++v) {
+      const std::string& name = in.variables()[v].configs[static_cast<size_t>(p.assignment[v])].name;
+      const auto& configs = full.variables()[v].configs;
+      const auto it = std::find_if(configs.begin(), configs.end(), [&](const VarConfig& c) { return c.name == name; });
+      REQUIRE(it != configs.end());
+      same[v] = static_cast<int>(it - configs.begin());
+    }
+    CHECK(full.cost(same) == p.cost);
+  }
+}
+
 TEST_CASE("strategy space: ZeRO-2 moves what data parallelism moves, on every layout of every parameter") {
   Graph g = import_onnx_file(fixture("models/resnet18.onnx"), {.batch = 16});
   AnalyticCompute compute(kH100, Precision::Fp32);
