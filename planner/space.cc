@@ -177,7 +177,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     v.tensor = static_cast<int>(t);
     v.name = std::string(kind == VarKind::Parameter ? "param:" : kind == VarKind::Input ? "input:" : "tensor:") + tensor.name;
     if (kind == VarKind::Parameter && numel(tensor.shape) < options_.param_persistence) {
-      layouts.assign(1, Layout(std::vector<Placement>(static_cast<size_t>(mesh_.ndim()), Placement::replicate())));
+      layouts.assign(1, Layout::replicated(mesh_.ndim()));
     }
     for (const Layout& l : layouts) {
       bool replicated_axis = std::any_of(l.placements().begin(), l.placements().end(),
