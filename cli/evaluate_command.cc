@@ -58,7 +58,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
   so.recompute = s.recompute;
   so.recompute_all = s.recompute_all;
   so.zero = s.zero;
-  so.param_persistence = s.param_persistence;  // a strategy file's: 0, any parameter may be split
+  so.param_persistence = s.param_persistence;  // the plan's; for a strategy file 0, any parameter may be split
   StrategySpace space(graph, DeviceMesh::with_shape(s.cluster, stored.mesh), compute, so);
   std::vector<int> assignment = resolve_strategy(stored, space);
   Cost cost = space.cost(assignment);

@@ -339,7 +339,8 @@ TEST_CASE("cli: plan --param-persistence is recorded, evaluate and old plan file
   const size_t last = ja["frontiers"][0]["points"].size() - 1;
   Result o = run("evaluate " + m + " --strategy " + write_temp("older_persist.json", old.dump()) + " --point " + std::to_string(last) + " --json");
   CAPTURE(o.err);
-  CHECK(o.code == 0);
+  REQUIRE(o.code == 0);
+  CHECK(nlohmann::json::parse(o.out)["matches_plan"] == true);
   // Read with the default instead, that point's split scale would have no configuration.
   nlohmann::json narrowed = ja;
   narrowed["search"]["param_persistence"] = 100000;

@@ -162,7 +162,7 @@ TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point fol
   CHECK(has(two.out, "bf16 mixed precision"));
   close(dir.path + "/two.json");
   const std::string plan = dir.path + "/plan.json";
-  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --dtype bf16 --json " + plan, dir.path);
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 4 --batch 4 --cluster cpu --dtype bf16 --param-persistence 0 --json " + plan, dir.path);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const size_t n = nlohmann::json::parse(slurp(plan))["frontiers"][0]["points"].size();
   for (size_t point : {size_t{0}, n / 2, n - 1}) {

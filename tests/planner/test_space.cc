@@ -294,12 +294,10 @@ TEST_CASE("strategy space: parameters below param_persistence are stored whole, 
   CHECK(large_split > 4);
   CHECK(small_split_without > 10);  // without the threshold they may be split
   // The restricted space is a subset of the full one: each point of its frontier is a strategy
-  // of the full space (configurations by name) of the same cost; its frontier is smaller.
+  // of the full space (configurations by name) of the same cost.
   PlanOptions restricted;
   restricted.space.param_persistence = threshold;
   const GpuFrontier a = plan_frontier(g, kH100, 4, compute, restricted);
-  const GpuFrontier b = plan_frontier(g, kH100, 4, compute, PlanOptions{});
-  CHECK(a.points.size() < b.points.size());
   for (const PlanPoint& p : a.points) {
     const StrategySpace& in = *a.spaces[static_cast<size_t>(p.mesh)];
     StrategySpace full(g, in.mesh(), compute, SpaceOptions{});
