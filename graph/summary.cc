@@ -72,9 +72,10 @@ std::vector<NodeCost> node_costs(const Graph& g) {
     // Saved parameters, constants and tensors computed from them alone (a transposed weight, a
     // causal mask) are held anyway as model state; only data-dependent tensors are activations.
     c.saved = def->saved(v, c.input_grad);
+    const auto state = [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; };
     for (const Saved& sv : c.saved)
-      if (sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]) c.state_read.push_back(sv.tensor);
-    std::erase_if(c.saved, [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; });
+      if (state(sv)) c.state_read.push_back(sv.tensor);
+    std::erase_if(c.saved, state);
     for (const Saved& sv : c.saved) {
       if (__builtin_add_overflow(c.saved_bytes, sv.bytes, &c.saved_bytes)) {
         throw InputError(g.source_path + ": node " + n.label() + " saves more than 2^63 bytes for backward");
