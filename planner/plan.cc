@@ -234,8 +234,11 @@ struct Hull {
   double slope = 0;         // 0 when the fastest is also the smallest
 };
 
-Hull hull_ends(const Problem& problem, const EliminationOrder& order) {
-  const auto ends = weighted_optima(problem, order, {{1, 1e-18}, {1e-18, 1}});
+// The weights of the fastest and of the smallest strategy.
+const std::vector<Cost> kHullEnds = {{1, 1e-18}, {1e-18, 1}};
+
+// `ends`: weighted_optima(problem, order, kHullEnds).
+Hull hull_ends(const Problem& problem, const std::vector<std::vector<int>>& ends) {
   Hull hull;
   const Cost fastest = evaluate(problem, ends[0]);
   const Cost smallest = evaluate(problem, ends[1]);
@@ -286,7 +289,12 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
     const Problem& problem = slot.space->problem();
     slot.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(problem));
     slot.exact = tractable(problem, *slot.order);
-    if (slot.exact) slot.hull = hull_ends(problem, *slot.order);
+    if (!slot.exact) return;
+    // FT carries the step's peak at the last op when the fastest strategy has its peak there
+    // (space.h carry_peak_bound); the hull is then found with it.
+    std::vector<std::vector<int>> ends = weighted_optima(problem, *slot.order, kHullEnds);
+    if (slot.space->carry_peak_bound(ends.front())) ends = weighted_optima(problem, *slot.order, kHullEnds);
+    slot.hull = hull_ends(problem, ends);
   });
   // A tractable mesh's outside bounds (for FT's known strategies), computed when the schedule
   // below has a thread free for them.
@@ -327,72 +335,97 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   std::mutex progress_lock;
   const auto solve = [&](size_t i, const std::vector<Cost>& found, int64_t max_bytes) {
     Slot& slot = slots[i];
-    const StrategySpace& space = *slot.space;
+    StrategySpace& space = *slot.space;
     const std::string label = std::to_string(gpus) + " GPUs, mesh " + space.mesh().str();
     MeshStats& ms = slot.stats;
     ms.mesh = space.mesh().str();
     ms.variables = static_cast<int>(space.variables().size());
     for (const Variable& v : space.variables()) ms.configurations += static_cast<int64_t>(v.configs.size());
-    FtOptions ft;
-    ft.epsilon = options.epsilon;
-    ft.max_factor_points = options.max_factor_points;
-    ft.max_bytes = max_bytes;
-    // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
-    // one of a wave finishes early the others take its cores.
-    ft.known = slot.hull.costs;
-    const double floor = space.workspace_floor();
-    for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
-    double last = -1;
-    if (options.progress) {
-      ft.progress = [&](const FtProgress& p) {
-        if (p.seconds - last < 0.5 && p.eliminated != p.total) return;
-        last = p.seconds;
-        std::lock_guard<std::mutex> hold(progress_lock);
-        options.progress(label + ": " + std::to_string(p.eliminated) + "/" + std::to_string(p.total) + " variables, " +
-                         std::to_string(p.factor_bytes >> 20) + " MiB");
-      };
-    }
-    try {
-      try {
-        slot.result = solve_mesh(slot, ft, ms.approximation);
-      } catch (const FtMemoryLimit&) {
-        if (ft.epsilon > 0) throw;
-        // An exact frontier this big has its points microseconds apart: thin it, and say so.
-        ft.epsilon = kFallbackEpsilon;
-        slot.result = solve_mesh(slot, ft, ms.approximation);
-        ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
-                           " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
-                           (ms.approximation.empty() ? "" : "; " + ms.approximation);
+    // One solve; false when FT carried the peak bound and a point's peak lies elsewhere, so that
+    // the frontier may miss strategies (see below) and the mesh is solved again without it.
+    double seconds_before = 0;
+    const auto attempt = [&]() -> bool {
+      FtOptions ft;
+      ft.epsilon = options.epsilon;
+      ft.max_factor_points = options.max_factor_points;
+      ft.max_bytes = max_bytes;
+      // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
+      // one of a wave finishes early the others take its cores.
+      ft.known = slot.hull.costs;
+      const double floor = space.workspace_floor();
+      for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
+      double last = -1;
+      if (options.progress) {
+        ft.progress = [&](const FtProgress& p) {
+          if (p.seconds - last < 0.5 && p.eliminated != p.total) return;
+          last = p.seconds;
+          std::lock_guard<std::mutex> hold(progress_lock);
+          options.progress(label + ": " + std::to_string(p.eliminated) + "/" + std::to_string(p.total) + " variables, " +
+                           std::to_string(p.factor_bytes >> 20) + " MiB");
+        };
       }
-    } catch (const FtMemoryLimit&) {
-      slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + format_bytes(max_bytes) +
-                     " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
-      return;
-    } catch (const std::length_error& e) {
-      slot.skipped = space.mesh().str() + ": " + e.what();
-      return;
+      try {
+        try {
+          slot.result = solve_mesh(slot, ft, ms.approximation);
+        } catch (const FtMemoryLimit&) {
+          if (ft.epsilon > 0) throw;
+          // An exact frontier this big has its points microseconds apart: thin it, and say so.
+          ft.epsilon = kFallbackEpsilon;
+          slot.result = solve_mesh(slot, ft, ms.approximation);
+          ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
+                             " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
+                             (ms.approximation.empty() ? "" : "; " + ms.approximation);
+        }
+      } catch (const FtMemoryLimit&) {
+        slot.skipped = space.mesh().str() + ": FT's working set passed the planner memory limit of " + format_bytes(max_bytes) +
+                       " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
+        return true;
+      } catch (const std::length_error& e) {
+        slot.skipped = space.mesh().str() + ": " + e.what();
+        return true;
+      }
+      ms.frontier_points = static_cast<int>(slot.result.points.size());
+      // Each point's full cost: FT's costs are evaluate()'s sums, so this is space.cost() without
+      // summing again. Points go by time ascending; one whose sum plus the workspace floor already
+      // reaches the least full memory of the faster points is dominated whatever its workspace, so
+      // its step peak is not computed and it is dropped, as is one that its full cost shows
+      // dominated: neither could be on the merged frontier. (Along one FT frontier the summed memory
+      // falls point by point, so this rarely skips a peak: on GPT-2 XL at 64 GPUs none; the merge
+      // then thins the meshes.) The peaks are found incrementally (WorkspaceScan).
+      std::vector<FrontierPoint> kept;
+      double least = std::numeric_limits<double>::infinity();
+      StrategySpace::WorkspaceScan scan(space);
+      for (FrontierPoint& p : slot.result.points) {
+        if (p.cost.memory + floor >= least) continue;
+        const double bound = space.peak_bound(p.assignment);
+        const double workspace = scan.workspace(p.assignment);
+        if (space.peak_bound_carried() && workspace != bound) return false;
+        const double full = p.cost.memory - bound + workspace;
+        if (full >= least) continue;
+        least = full;
+        slot.costs.push_back({p.cost.time, full});
+        kept.push_back(std::move(p));
+      }
+      slot.result.points = std::move(kept);
+      ms.ft = slot.result.stats;
+      ms.ft.seconds += seconds_before;
+      ms.peak_exact = space.peak_bound_carried();
+      return true;
+    };
+    // With the peak bound carried, FT is exact for time and summed memory plus the bound; when
+    // every point it returns has its whole workspace in the bound (checked above, for each point
+    // the re-costing examines), every strategy is dominated by a reported one in the full memory
+    // too: a strategy s has an FT point q no slower with q's sum plus bound at most s's, which is
+    // at most s's full memory, and q's full memory is its sum plus bound. Else the bound is
+    // dropped and the mesh solved on the summed memory, as without it.
+    if (!attempt()) {
+      seconds_before = slot.result.stats.seconds;
+      space.drop_peak_bound();
+      slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(space.problem(), *slot.order)) : nullptr;
+      slot.costs.clear();
+      ms.approximation.clear();
+      attempt();
     }
-    ms.frontier_points = static_cast<int>(slot.result.points.size());
-    // Each point's full cost: FT's costs are evaluate()'s sums, so this is space.cost() without
-    // summing again. Points go by time ascending; one whose sum plus the workspace floor already
-    // reaches the least full memory of the faster points is dominated whatever its workspace, so
-    // its step peak is not computed and it is dropped, as is one that its full cost shows
-    // dominated: neither could be on the merged frontier. (Along one FT frontier the summed memory
-    // falls point by point, so this rarely skips a peak: on GPT-2 XL at 64 GPUs none; the merge
-    // then thins the meshes.) The peaks are found incrementally (WorkspaceScan).
-    std::vector<FrontierPoint> kept;
-    double least = std::numeric_limits<double>::infinity();
-    StrategySpace::WorkspaceScan scan(space);
-    for (FrontierPoint& p : slot.result.points) {
-      if (p.cost.memory + floor >= least) continue;
-      const double full = p.cost.memory + scan.workspace(p.assignment);
-      if (full >= least) continue;
-      least = full;
-      slot.costs.push_back({p.cost.time, full});
-      kept.push_back(std::move(p));
-    }
-    slot.result.points = std::move(kept);
-    ms.ft = slot.result.stats;
   };
   // The first wave: the most promising mesh, and beside it (up to one per hardware thread) the
   // meshes whose fastest hull strategy is as fast within kSameFastest: meshes this close share

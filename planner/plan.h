@@ -71,6 +71,10 @@ struct MeshStats {
   int frontier_points = 0;     // FT's, before the merge
   FtStats ft;
   std::string approximation;
+  // FT carried the step's peak at the last op (StrategySpace::carry_peak_bound) and every point
+  // it returned had its whole workspace in that bound: the mesh's frontier is exact for the full
+  // memory, workspace included, not only for the summed terms (docs/cost-model.md "Workspace").
+  bool peak_exact = false;
 };
 
 struct GpuFrontier {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 
 #include "graph/error.h"
 #include "planner/parallel/collectives.h"
@@ -463,6 +464,112 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   shape_ids_ = {};
   tensor_shape_id_ = {};
   validate(problem_);
+}
+
+bool StrategySpace::carry_peak_bound(const std::vector<int>& reference) {
+  TO_CHECK(!bound_carried_ && reference.size() == vars_.size());
+  if (graph_->nodes.empty()) return false;
+  const int last = static_cast<int>(graph_->nodes.size()) - 1;
+  int op = -1;
+  for (size_t i = 0; i < vars_.size(); ++i)
+    if (vars_[i].kind == VarKind::Op && position_[i] == last) op = static_cast<int>(i);
+  if (op < 0) return false;
+  const std::vector<double>& own = workspace_[static_cast<size_t>(op)];
+  if (own.empty() || *std::min_element(own.begin(), own.end()) <= 0) return false;
+  // Nothing is held after the last position, so there the peak is transient + in flight. Which
+  // link the bound follows: one carrying model state first (a weight gathered for the op: the
+  // summed memory counts it stored split, and only the transient shows the gathered copy, so this
+  // is where the summed frontier is blind), then the one with the largest transient under the
+  // reference, then the one whose transient can be largest.
+  std::tuple<bool, double, double> best{false, 0.0, 0.0};
+  std::vector<int> a = reference;
+  for (size_t e = 0; e < peak_links_.size(); ++e) {
+    const PeakLink& l = peak_links_[e];
+    if (l.to != op || l.link_position != last) continue;
+    double most = 0;
+    for (int x = 0; x < static_cast<int>(vars_[static_cast<size_t>(l.from)].configs.size()); ++x)
+      for (int y = 0; y < l.kv; ++y) {
+        a[static_cast<size_t>(l.from)] = x;
+        a[static_cast<size_t>(l.to)] = y;
+        most = std::max(most, link_transient(l, a));
+      }
+    const std::tuple<bool, double, double> key{links_[e].state, link_transient(l, reference), most};
+    if (most > 0 && (bound_link_ < 0 || key > best)) {
+      best = key;
+      bound_link_ = static_cast<int>(e);
+    }
+  }
+  bound_var_.assign(vars_.size(), {});
+  const auto add_var = [&](size_t var, size_t config, double bytes) {
+    if (bytes == 0) return;
+    if (bound_var_[var].empty()) bound_var_[var].assign(vars_[var].configs.size(), 0.0);
+    bound_var_[var][config] += bytes;
+  };
+  if (bound_link_ < 0) {
+    for (size_t k = 0; k < own.size(); ++k) add_var(static_cast<size_t>(op), k, own[k]);
+  } else {
+    const PeakLink& l = peak_links_[static_cast<size_t>(bound_link_)];
+    const size_t ku = vars_[static_cast<size_t>(l.from)].configs.size();
+    const auto kv = static_cast<size_t>(l.kv);
+    bound_pair_.assign(ku * kv, 0.0);
+    for (size_t x = 0; x < ku; ++x)
+      for (size_t y = 0; y < kv; ++y) {
+        a[static_cast<size_t>(l.from)] = static_cast<int>(x);
+        a[static_cast<size_t>(l.to)] = static_cast<int>(y);
+        bound_pair_[x * kv + y] = std::max(own[y], link_transient(l, a));
+      }
+  }
+  for (const Flight& f : flights_) {
+    if (!(f.first <= last && last < f.last)) continue;
+    for (size_t k = 0; k < vars_[static_cast<size_t>(f.var)].configs.size(); ++k)
+      add_var(static_cast<size_t>(f.var), k, flight_bytes(f, static_cast<int>(k)));
+  }
+  // Carried only where it is the reference's whole workspace: where the peak lies elsewhere the
+  // bound would miss it, and FT would trade summed memory for a bound that does not decide it.
+  if (peak_bound(reference) != workspace(reference)) {
+    bound_var_.clear();
+    bound_link_ = -1;
+    bound_pair_.clear();
+    return false;
+  }
+  // Added to the Problem; the costs it had are kept, so drop_peak_bound() restores them exactly.
+  bound_carried_ = true;
+  for (size_t v = 0; v < bound_var_.size(); ++v) {
+    if (bound_var_[v].empty()) continue;
+    unbound_nodes_.emplace_back(v, problem_.node_cost[v]);
+    for (size_t k = 0; k < bound_var_[v].size(); ++k) problem_.node_cost[v][k].memory += bound_var_[v][k];
+  }
+  if (bound_link_ >= 0) {
+    Problem::Edge& edge = problem_.edges[static_cast<size_t>(bound_link_)];
+    TO_CHECK(edge.u == peak_links_[static_cast<size_t>(bound_link_)].from && edge.cost.size() == bound_pair_.size());
+    unbound_edge_ = edge.cost;
+    for (size_t at = 0; at < bound_pair_.size(); ++at) edge.cost[at].memory += bound_pair_[at];  // [from config][to config]
+  }
+  return true;
+}
+
+void StrategySpace::drop_peak_bound() {
+  if (!bound_carried_) return;
+  for (auto& [v, costs] : unbound_nodes_) problem_.node_cost[v] = std::move(costs);
+  if (bound_link_ >= 0) problem_.edges[static_cast<size_t>(bound_link_)].cost = std::move(unbound_edge_);
+  unbound_nodes_.clear();
+  unbound_edge_.clear();
+  bound_carried_ = false;
+  bound_var_.clear();
+  bound_link_ = -1;
+  bound_pair_.clear();
+}
+
+double StrategySpace::peak_bound(const std::vector<int>& assignment) const {
+  TO_CHECK(assignment.size() == vars_.size());
+  double b = 0;
+  for (size_t v = 0; v < bound_var_.size(); ++v)
+    if (!bound_var_[v].empty()) b += bound_var_[v][static_cast<size_t>(assignment[v])];
+  if (bound_link_ >= 0) {
+    const PeakLink& l = peak_links_[static_cast<size_t>(bound_link_)];
+    b += bound_pair_[l.pair(assignment) - l.offset];
+  }
+  return b;
 }
 
 int StrategySpace::find_variable(const std::string& name) const {
@@ -1033,6 +1140,7 @@ double StrategySpace::flight_bytes_of(const Flight& f, int config) const {
 double StrategySpace::workspace(const std::vector<int>& assignment) const { return step_peak(assignment).workspace; }
 
 double StrategySpace::workspace_floor() const {
+  if (bound_carried_) return 0;
   // Any strategy's workspace is at least a candidate's least transient less the most the
   // positions after it can hold (gradients in flight only add).
   const size_t n = graph_->nodes.size();
@@ -1090,7 +1198,7 @@ Cost StrategySpace::cost(const std::vector<int>& assignment) const {
       throw std::invalid_argument("strategy: configuration out of range for " + vars_[i].name);
   // The Problem was validated when built; the sum is evaluate()'s own.
   Cost c = detail::evaluate_unchecked(problem_, assignment);
-  c.memory += workspace(assignment);
+  c.memory += workspace(assignment) - peak_bound(assignment);
   return c;
 }
 

@@ -32,7 +32,9 @@
 // plus one term outside the sum, workspace(): what the step's peak adds to the summed memory (the
 // transient of one op's backward, redistribution or gradient synchronisation, with the gradients in
 // flight, less the activations the backward has freed by then), added to a strategy's memory after
-// FT (see docs/cost-model.md).
+// FT (see docs/cost-model.md). Part of it can be carried by FT: carry_peak_bound() adds to the
+// Problem's memory a lower bound of the workspace that is a sum over variables and one link (the
+// peak at the last op's backward, where nothing has been freed yet); cost() then takes it off again.
 //
 // Saved activations. Tensor t produced by u and read by w: u keeps t in u's output layout if u's
 // backward needs it; w keeps t in w's input layout if w's backward needs it or w recomputes, except
@@ -51,7 +53,8 @@
 // ops read, which are tensor variables and never recompute).
 // Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
 //
-// Thread-safety: immutable after build; const methods safe from many threads.
+// Thread-safety: immutable after build, but for carry_peak_bound() and drop_peak_bound() (the
+// planner calls them on one thread, before and between solves); const methods safe from many threads.
 // Errors: InputError for a model the space cannot handle (e.g. a tensor with no layout in common, or
 // one so large that the bytes its collectives move on this mesh would overflow int64).
 #pragma once
@@ -208,16 +211,39 @@ class StrategySpace {
     std::vector<int> changed_, links_touched_, positions_touched_;
     std::vector<char> link_mark_, position_mark_;
   };
-  // A lower bound on workspace() over every strategy: the largest, over ops and parameters, of the
-  // least transient any configuration has less the most the positions after it can hold.
+  // Carries part of the step's peak in the Problem (before solving): at the backward of the op at
+  // the last position nothing has been freed, so every strategy's workspace is at least that op's
+  // transient, or the transient of one link into it at that position (a function of the link's two
+  // ends), plus the gradients in flight across it (each a function of one variable). Of the links
+  // into the op the bound follows one carrying model state (a weight gathered for the op: the
+  // summed memory counts it stored split, so only the transient shows the gathered copy), else the
+  // one whose transient is largest under `reference`. The bound is the larger of the op's transient
+  // and that link's, so it needs the op's least transient to be positive (the op's backward is then
+  // always a candidate). It is carried only when it is the whole workspace of `reference` (the
+  // planner passes its fastest strategy): the peak lies at the last op, as on transformers (the LM
+  // head's backward, with the tied embedding's gradient in flight). Then its terms are added to
+  // the memory of the link's Problem edge (or of the op's node) and of each flight's variable, and
+  // FT is exact for time and summed memory plus the bound; returns whether it was carried.
+  // REQUIRES: reference is a strategy (one configuration per variable); nothing carried yet.
+  bool carry_peak_bound(const std::vector<int>& reference);
+  // Gives the Problem back the costs it had before carry_peak_bound(), exactly; a no-op if nothing
+  // is carried.
+  void drop_peak_bound();
+  bool peak_bound_carried() const { return bound_carried_; }
+  // The bound carry_peak_bound() added to the Problem's memory for this strategy; 0 when none.
+  double peak_bound(const std::vector<int>& assignment) const;
+  // A lower bound on workspace() - peak_bound() over every strategy: 0 once the peak bound is
+  // carried (workspace() >= peak_bound() by its construction); before, the largest, over ops and
+  // parameters, of the least transient any configuration has less the most the positions after it
+  // can hold.
   double workspace_floor() const;
   // Every term of a strategy, workspace included.
   Breakdown breakdown(const std::vector<int>& assignment) const;
   // The same, with activations and workspace as they stand at the step's peak (step_peak()): the
   // runtime's measured memory by kind at its peak compares with this. memory() is the same.
   Breakdown breakdown_at_peak(const std::vector<int>& assignment) const;
-  // The strategy's (time, memory): evaluate(problem(), assignment) plus workspace(). FT points
-  // are reported with exactly this.
+  // The strategy's (time, memory): evaluate(problem(), assignment) plus workspace() less
+  // peak_bound(). FT points are reported with exactly this.
   Cost cost(const std::vector<int>& assignment) const;
 
  private:
@@ -342,6 +368,14 @@ class StrategySpace {
   // a (<= 0: none): the candidates of step_peak() and of WorkspaceScan, computed in one place.
   double var_transient(size_t var, const std::vector<int>& a) const;
   double link_transient(const PeakLink& l, const std::vector<int>& a) const;
+  // carry_peak_bound()'s terms as added to the Problem: per variable (empty: none; else per
+  // configuration), and per configuration pair of the link bound_link_ (-1: none).
+  bool bound_carried_ = false;
+  std::vector<std::vector<double>> bound_var_;
+  int bound_link_ = -1;
+  std::vector<double> bound_pair_;
+  std::vector<std::pair<size_t, std::vector<Cost>>> unbound_nodes_;  // the Problem's costs before
+  std::vector<Cost> unbound_edge_;
 };
 
 }  // namespace tensoropt::planner
