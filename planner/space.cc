@@ -499,11 +499,11 @@ bool StrategySpace::carry_peak_bound(const std::vector<int>& reference) {
       bound_link_ = static_cast<int>(e);
     }
   }
-  bound_var_.assign(vars_.size(), {});
   const auto add_var = [&](size_t var, size_t config, double bytes) {
     if (bytes == 0) return;
-    if (bound_var_[var].empty()) bound_var_[var].assign(vars_[var].configs.size(), 0.0);
-    bound_var_[var][config] += bytes;
+    auto it = std::find_if(bound_vars_.begin(), bound_vars_.end(), [&](const BoundTerms& t) { return t.var == var; });
+    if (it == bound_vars_.end()) it = bound_vars_.insert(it, {var, std::vector<double>(vars_[var].configs.size(), 0.0), {}});
+    it->bytes[config] += bytes;
   };
   if (bound_link_ < 0) {
     for (size_t k = 0; k < own.size(); ++k) add_var(static_cast<size_t>(op), k, own[k]);
@@ -527,17 +527,16 @@ bool StrategySpace::carry_peak_bound(const std::vector<int>& reference) {
   // Carried only where it is the reference's whole workspace: where the peak lies elsewhere the
   // bound would miss it, and FT would trade summed memory for a bound that does not decide it.
   if (peak_bound(reference) != workspace(reference)) {
-    bound_var_.clear();
+    bound_vars_.clear();
     bound_link_ = -1;
     bound_pair_.clear();
     return false;
   }
   // Added to the Problem; the costs it had are kept, so drop_peak_bound() restores them exactly.
   bound_carried_ = true;
-  for (size_t v = 0; v < bound_var_.size(); ++v) {
-    if (bound_var_[v].empty()) continue;
-    unbound_nodes_.emplace_back(v, problem_.node_cost[v]);
-    for (size_t k = 0; k < bound_var_[v].size(); ++k) problem_.node_cost[v][k].memory += bound_var_[v][k];
+  for (BoundTerms& t : bound_vars_) {
+    t.before = problem_.node_cost[t.var];
+    for (size_t k = 0; k < t.bytes.size(); ++k) problem_.node_cost[t.var][k].memory += t.bytes[k];
   }
   if (bound_link_ >= 0) {
     Problem::Edge& edge = problem_.edges[static_cast<size_t>(bound_link_)];
@@ -550,12 +549,11 @@ bool StrategySpace::carry_peak_bound(const std::vector<int>& reference) {
 
 void StrategySpace::drop_peak_bound() {
   if (!bound_carried_) return;
-  for (auto& [v, costs] : unbound_nodes_) problem_.node_cost[v] = std::move(costs);
+  for (BoundTerms& t : bound_vars_) problem_.node_cost[t.var] = std::move(t.before);
   if (bound_link_ >= 0) problem_.edges[static_cast<size_t>(bound_link_)].cost = std::move(unbound_edge_);
-  unbound_nodes_.clear();
   unbound_edge_.clear();
   bound_carried_ = false;
-  bound_var_.clear();
+  bound_vars_.clear();
   bound_link_ = -1;
   bound_pair_.clear();
 }
@@ -563,8 +561,7 @@ void StrategySpace::drop_peak_bound() {
 double StrategySpace::peak_bound(const std::vector<int>& assignment) const {
   TO_CHECK(assignment.size() == vars_.size());
   double b = 0;
-  for (size_t v = 0; v < bound_var_.size(); ++v)
-    if (!bound_var_[v].empty()) b += bound_var_[v][static_cast<size_t>(assignment[v])];
+  for (const BoundTerms& t : bound_vars_) b += t.bytes[static_cast<size_t>(assignment[t.var])];
   if (bound_link_ >= 0) {
     const PeakLink& l = peak_links_[static_cast<size_t>(bound_link_)];
     b += bound_pair_[l.pair(assignment) - l.offset];

@@ -368,13 +368,18 @@ class StrategySpace {
   // a (<= 0: none): the candidates of step_peak() and of WorkspaceScan, computed in one place.
   double var_transient(size_t var, const std::vector<int>& a) const;
   double link_transient(const PeakLink& l, const std::vector<int>& a) const;
-  // carry_peak_bound()'s terms as added to the Problem: per variable (empty: none; else per
-  // configuration), and per configuration pair of the link bound_link_ (-1: none).
+  // carry_peak_bound()'s terms as added to the Problem: per variable that has some (a few), its
+  // bytes per configuration and the Problem's costs before; per configuration pair of the link
+  // bound_link_ (-1: none), and that edge's costs before.
+  struct BoundTerms {
+    size_t var;
+    std::vector<double> bytes;
+    std::vector<Cost> before;
+  };
   bool bound_carried_ = false;
-  std::vector<std::vector<double>> bound_var_;
+  std::vector<BoundTerms> bound_vars_;
   int bound_link_ = -1;
   std::vector<double> bound_pair_;
-  std::vector<std::pair<size_t, std::vector<Cost>>> unbound_nodes_;  // the Problem's costs before
   std::vector<Cost> unbound_edge_;
 };
 
