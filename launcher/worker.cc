@@ -33,6 +33,7 @@
 #include "launcher/train_common.h"
 #include "planner/compute_model.h"
 #include "planner/plan_file.h"
+#include "planner/sharding.h"
 
 namespace tensoropt {
 namespace {
@@ -131,7 +132,11 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   comm::TimedCommunicator timed(*gloo);
   comm::Communicator* communicator = &timed;
   runtime::cpu::CpuBackend backend(threads);
-  const runtime::Sharding sh = runtime::sharding_of(space, assignment, runtime::MeshContext{&space.mesh(), place.rank, communicator});
+  // What this worker holds and runs: the plan file's sharding data for the point, or (a strategy
+  // file, or a plan file written before plans carried it) the same read off the space.
+  const runtime::Sharding sh{runtime::MeshContext{&space.mesh(), place.rank, communicator},
+                             stored.sharding ? planner::resolve_sharding(*stored.sharding, g, stored.indices, stored.where)
+                                             : planner::sharding_plan(space, assignment)};
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
   // A checkpoint is the whole model (whatever strategy wrote it): read it whole, then shard it.
   std::map<int, std::vector<runtime::Array>> resumed_state;

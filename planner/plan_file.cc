@@ -10,6 +10,8 @@
 #include "graph/error.h"
 #include "graph/summary.h"
 #include "planner/ft/parallel.h"
+#include "planner/sharding.h"
+#include "planner/sharding_json.h"
 #include "planner/strategy_summary.h"
 
 namespace tensoropt::planner {
@@ -297,6 +299,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
       tail["baselines"].push_back(entry);
     }
     tail["spaces"] = spaces_value(f.spaces, f.gpus).at("spaces");
+    for (size_t m = 0; m < f.spaces.size(); ++m) add_sharding_json(tail["spaces"][m], sharding_table(*f.spaces[m]));
     write_members(out, tail, 3, false);
     out += "  }";
   }
@@ -366,6 +369,8 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
     }
     s.recorded = Cost{p.at("time_s").get<double>(), p.at("memory_bytes").get<double>()};
     s.where = path + ", " + f->at("gpus").dump() + " GPUs, point " + std::to_string(k);
+    s.sharding = read_sharding_json(space, s.where);
+    if (s.sharding) s.indices = std::move(configs);
     return s;
   } catch (const nlohmann::json::exception& e) {
     bad(path, e.what());

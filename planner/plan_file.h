@@ -22,6 +22,7 @@
 
 #include "planner/baselines.h"
 #include "planner/parallel/cluster.h"
+#include "planner/parallel/sharding_plan.h"
 #include "planner/plan.h"
 #include "planner/training.h"
 
@@ -72,6 +73,11 @@ struct StoredStrategy {
   std::vector<int> mesh;
   std::map<std::string, std::string> configs;  // variable name -> configuration name
   std::optional<Cost> recorded;                // the plan's cost of the point
+  // Plan files: the space's sharding data and the point's configuration index per variable, from
+  // which resolve_sharding (planner/parallel/sharding_plan.h) gives what each worker runs with no
+  // search; absent in plan files written before plans carried it, and in strategy files.
+  std::optional<ShardingTable> sharding;
+  std::vector<int> indices;
   std::string where;                           // "plan.json, 8 GPUs, point 3"
 };
 // A strategy file, or a plan file's point `point` of the frontier for `gpus` GPUs (gpus may be

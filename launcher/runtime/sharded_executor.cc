@@ -1,7 +1,6 @@
 #include "launcher/runtime/sharded_executor.h"
 
 #include <algorithm>
-#include <set>
 #include <string>
 
 #include "graph/error.h"
@@ -10,93 +9,35 @@
 #include "planner/parallel/redistribute.h"
 
 namespace tensoropt::runtime {
-namespace {
 
 using planner::Layout;
 using planner::Placement;
-
-// Per axis of a tensor of `global` shape: the first index of the shard at `coord` in `layout`
-// (nested chunks in mesh-axis order, layout.h).
-std::vector<int64_t> shard_offset(const Shape& global, const Layout& layout, const planner::DeviceMesh& mesh,
-                                  const std::vector<int>& coord) {
-  std::vector<int64_t> offset(global.size(), 0);
-  Shape size = global;
-  for (int a = 0; a < layout.size(); ++a) {
-    if (!layout[a].is_shard()) continue;
-    const auto d = static_cast<size_t>(layout[a].dim());
-    const int p = mesh.axis(a).size, k = coord[static_cast<size_t>(a)];
-    const int64_t c = (size[d] + p - 1) / p;
-    offset[d] += std::min(static_cast<int64_t>(k) * c, size[d]);
-    size[d] = planner::chunk_size(size[d], p, k);
-  }
-  return offset;
-}
-
-}  // namespace
-
-Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>& assignment, const MeshContext& where) {
-  const Graph& g = space.graph();
-  const int axes = space.mesh().ndim();
-  TO_CHECK(where.mesh != nullptr && where.mesh->ndim() == axes && assignment.size() == space.variables().size());
-  Sharding s;
-  s.where = where;
-  s.in.resize(g.nodes.size());
-  s.out.resize(g.nodes.size());
-  s.home.assign(g.tensors.size(), Layout::replicated(axes));
-  s.zero.assign(g.tensors.size(), false);
-  s.recompute.assign(g.nodes.size(), false);
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    s.in[n].assign(g.nodes[n].inputs.size(), Layout::replicated(axes));
-    s.out[n].assign(g.nodes[n].outputs.size(), Layout::replicated(axes));
-  }
-  std::set<int> has_variable;
-  for (size_t v = 0; v < assignment.size(); ++v) {
-    const planner::Variable& var = space.variables()[v];
-    const planner::VarConfig& c = var.configs.at(static_cast<size_t>(assignment[v]));
-    if (var.kind != planner::VarKind::Op) {
-      s.home[static_cast<size_t>(var.tensor)] = c.layout;
-      s.zero[static_cast<size_t>(var.tensor)] = var.kind == planner::VarKind::Parameter && c.zero == 2;
-      has_variable.insert(var.tensor);
-      continue;
-    }
-    const planner::OpConfig& oc = var.op_configs.at(static_cast<size_t>(c.op_config));
-    s.recompute[static_cast<size_t>(var.node)] = c.recompute;
-    s.in[static_cast<size_t>(var.node)] = oc.inputs;
-    s.out[static_cast<size_t>(var.node)] = oc.outputs;
-  }
-  for (size_t n = 0; n < g.nodes.size(); ++n) {
-    const Node& node = g.nodes[n];
-    for (size_t o = 0; o < node.outputs.size(); ++o) {
-      const int t = node.outputs[o];
-      if (t >= 0 && !has_variable.count(t)) s.home[static_cast<size_t>(t)] = s.out[n][o];
-    }
-  }
-  return s;
-}
 
 Array home_shard(const Sharding& s, const Graph& g, int t, const Array& global, Backend& backend, MemoryKind kind) {
   const Shape& shape = g.tensors[static_cast<size_t>(t)].shape;
   const Layout r = Layout::replicated(s.where.mesh->ndim());
   return run_transition(global, planner::redistribute(shape, static_cast<int>(dtype_size(global.dtype())), r,
-                                                      s.home[static_cast<size_t>(t)], *s.where.mesh),
+                                                      s.plan.home[static_cast<size_t>(t)], *s.where.mesh),
                         s.where, backend, kind);
 }
 
 ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int, Array>& state, const Sharding& sharding,
                                  LossKind loss, bool bf16)
     : g_(g), backend_(backend), state_(state), sh_(sharding), loss_(loss), bf16_(bf16) {
+  TO_CHECK(sh_.where.mesh != nullptr && sh_.plan.mesh_axes == sh_.where.mesh->ndim() && sh_.plan.in.size() == g_.nodes.size() &&
+           sh_.plan.home.size() == g_.tensors.size());
   for (const Node& n : g_.nodes) {
     const OpKernel* k = backend_.kernel(n.op_type);
     if (!k || !k->forward) throw InputError("node " + n.label() + ": op '" + n.op_type + "' has no " + std::string(backend_.name()) + " kernel yet");
     kernels_.push_back(k);
   }
-  plan_ = plan_step(g_, kernels_, /*input_gradients=*/false, sh_.recompute);
+  plan_ = plan_step(g_, kernels_, /*input_gradients=*/false, sh_.plan.recompute);
   // A home value that some reader keeps as it is (its layout is the reader's) is an activation.
   home_kept_.assign(g_.tensors.size(), false);
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q) {
       const int t = g_.nodes[i].inputs[q];
-      if (t >= 0 && plan_.nodes[i].keep_input[q] && sh_.in[i][q] == sh_.home[static_cast<size_t>(t)]) home_kept_[static_cast<size_t>(t)] = true;
+      if (t >= 0 && plan_.nodes[i].keep_input[q] && sh_.plan.in[i][q] == sh_.plan.home[static_cast<size_t>(t)]) home_kept_[static_cast<size_t>(t)] = true;
     }
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
@@ -116,17 +57,17 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       backend_.convert(w, working);
       w = std::move(working);
     }
-    if (!sh_.zero[static_cast<size_t>(t)]) {
+    if (!sh_.plan.zero[static_cast<size_t>(t)]) {
       optimizer_weights_[t] = mixed ? master : w;
       continue;
     }
     Flat f;
-    const planner::ZeroFlat z = planner::zero_flat(sh_.home[static_cast<size_t>(t)]);
+    const planner::ZeroFlat z = planner::zero_flat(sh_.plan.home[static_cast<size_t>(t)]);
     f.partial = z.gradient;
     f.split = z.chunk;
     f.whole = z.whole;
     f.size = w.numel();
-    f.offset = shard_offset({f.size}, f.split, *sh_.where.mesh, coord)[0];
+    f.offset = planner::shard_offset({f.size}, f.split, *sh_.where.mesh, coord)[0];
     f.length = planner::local_shape({f.size}, f.split, *sh_.where.mesh, coord)[0];
     if (mixed) {
       // Only this worker's chunk of the master is kept.
@@ -154,7 +95,7 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     std::vector<int64_t> elements;
     for (int t : order) {
       std::vector<int> axes;
-      const Layout& storage = sh_.home[static_cast<size_t>(t)];
+      const Layout& storage = sh_.plan.home[static_cast<size_t>(t)];
       for (int a = 0; a < storage.size(); ++a)
         if (storage[a].is_replicate()) axes.push_back(a);
       const int64_t n = numel(local(t, storage));
@@ -175,7 +116,7 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       buckets_[b].buffer = Array(gradient_dtype(), {elements[b]}, backend_.allocator(), MemoryKind::Gradients);
       int64_t at = 0;
       for (int t : buckets_[b].params) {
-        const Shape shape = local(t, sh_.home[static_cast<size_t>(t)]);
+        const Shape shape = local(t, sh_.plan.home[static_cast<size_t>(t)]);
         root_grads_[t] = buckets_[b].buffer.view_at(at, shape);
         at += numel(shape);
       }
@@ -188,7 +129,7 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
       const int t = g_.nodes[i].inputs[q];
       const Shape global = t >= 0 ? g_.tensors[static_cast<size_t>(t)].shape : Shape{};
       shards_[i].global.push_back(global);
-      shards_[i].offset.push_back(t >= 0 ? shard_offset(global, sh_.in[i][q], *sh_.where.mesh, coord) : std::vector<int64_t>{});
+      shards_[i].offset.push_back(t >= 0 ? planner::shard_offset(global, sh_.plan.in[i][q], *sh_.where.mesh, coord) : std::vector<int64_t>{});
     }
   }
 }
@@ -213,7 +154,7 @@ Array ShardedExecutor::move_gradient_back(const Array& grad, int t, const Layout
 
 std::pair<Layout, Layout> ShardedExecutor::loss_layouts() const {
   const int out = g_.outputs[0];
-  const Layout& home = sh_.home[static_cast<size_t>(out)];
+  const Layout& home = sh_.plan.home[static_cast<size_t>(out)];
   const int rank = static_cast<int>(g_.tensors[static_cast<size_t>(out)].shape.size());
   const bool ce = loss_ == LossKind::CrossEntropy;
   // The loss layout: partial sums reduced, and the class dimension whole for cross-entropy; the
@@ -228,7 +169,7 @@ std::pair<Layout, Layout> ShardedExecutor::loss_layouts() const {
 
 double ShardedExecutor::loss_and_gradient(const Array& tl) {
   const int out = g_.outputs[0];
-  const Layout& home = sh_.home[static_cast<size_t>(out)];
+  const Layout& home = sh_.plan.home[static_cast<size_t>(out)];
   const bool ce = loss_ == LossKind::CrossEntropy;
   const Layout loss_layout = loss_layouts().first;
   const Array& y = values_.at(out);
@@ -269,7 +210,7 @@ std::vector<Array> ShardedExecutor::run_node(size_t i, const std::vector<Array>&
     const int t = n.outputs[o];
     if (t < 0) continue;
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    outs[o] = OutputSpec{true, local(t, sh_.out[i][o]), runtime_dtype(x), storage_dtype(t), kinds[o]};
+    outs[o] = OutputSpec{true, local(t, sh_.plan.out[i][o]), runtime_dtype(x), storage_dtype(t), kinds[o]};
   }
   return forward_call(backend_, *kernels_[i], n, static_cast<int>(i), in, outs, states_[i], ctx, &shards_[i], updates ? &state_ : nullptr);
 }
@@ -301,8 +242,8 @@ const Array& ShardedExecutor::home_value(int t, const StepContext& ctx) {
 Array ShardedExecutor::input_of(size_t i, size_t q, const StepContext& ctx) {
   if (kept_in_[i][q].defined()) return kept_in_[i][q];
   const int t = g_.nodes[i].inputs[q];
-  const Layout& home = sh_.home[static_cast<size_t>(t)];
-  const Layout& need = sh_.in[i][q];
+  const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+  const Layout& need = sh_.plan.in[i][q];
   const Array& h = home_value(t, ctx);
   return home == need ? h : move(h, t, home, need, MemoryKind::Transients);
 }
@@ -322,14 +263,14 @@ void ShardedExecutor::rerun(size_t i, const StepContext& ctx) {
     const int t = n.outputs[o];
     if (t < 0) continue;
     if (p.need_output[o]) kept_out_[i][o] = outs[o];
-    const Layout& home = sh_.home[static_cast<size_t>(t)];
-    values_.emplace(t, home == sh_.out[i][o] ? outs[o] : move(outs[o], t, sh_.out[i][o], home, MemoryKind::Transients));
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+    values_.emplace(t, home == sh_.plan.out[i][o] ? outs[o] : move(outs[o], t, sh_.plan.out[i][o], home, MemoryKind::Transients));
   }
   rerun_[i] = true;
 }
 
 void ShardedExecutor::synchronise(int t) {
-  const Layout& storage = sh_.home[static_cast<size_t>(t)];
+  const Layout& storage = sh_.plan.home[static_cast<size_t>(t)];
   auto full = full_grads_.find(t);
   if (auto f = flat_.find(t); f != flat_.end()) {
     Array g = full != full_grads_.end() ? full->second : Array(gradient_dtype(), local(t, storage), backend_.allocator(), MemoryKind::Transients);
@@ -396,8 +337,8 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
     for (size_t q = 0; q < n.inputs.size(); ++q) {
       const int t = n.inputs[q];
       if (t < 0) continue;
-      const Layout& home = sh_.home[static_cast<size_t>(t)];
-      const Layout& need = sh_.in[i][q];
+      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+      const Layout& need = sh_.plan.in[i][q];
       // A parameter moved for this node (gathered from its shards) is not kept: its backward moves
       // it again, as FSDP gathers twice and the planner costs it (space.h, regathers()).
       const bool moved = !(home == need);
@@ -408,7 +349,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
     std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       const int t = n.outputs[o];
-      if (t >= 0 && (p.keep_output[o] || (home_kept_[static_cast<size_t>(t)] && sh_.home[static_cast<size_t>(t)] == sh_.out[i][o]))) {
+      if (t >= 0 && (p.keep_output[o] || (home_kept_[static_cast<size_t>(t)] && sh_.plan.home[static_cast<size_t>(t)] == sh_.plan.out[i][o]))) {
         kinds[o] = MemoryKind::Activations;
       }
     }
@@ -419,9 +360,9 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
       const int t = n.outputs[o];
       if (t < 0) continue;
       if (p.keep_output[o]) kept_out_[i][o] = outs[o];
-      const Layout& home = sh_.home[static_cast<size_t>(t)];
-      values_[t] = home == sh_.out[i][o] ? outs[o]
-                                         : move(outs[o], t, sh_.out[i][o], home,
+      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+      values_[t] = home == sh_.plan.out[i][o] ? outs[o]
+                                         : move(outs[o], t, sh_.plan.out[i][o], home,
                                                 home_kept_[static_cast<size_t>(t)] ? MemoryKind::Activations : MemoryKind::Transients);
     }
     for (int t : n.inputs) {
@@ -453,8 +394,8 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
         dout.push_back(nullptr);
         continue;
       }
-      const Layout& home = sh_.home[static_cast<size_t>(t)];
-      douts[o] = home == sh_.out[i][o] ? it->second : move_gradient_back(it->second, t, sh_.out[i][o], home);
+      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+      douts[o] = home == sh_.plan.out[i][o] ? it->second : move_gradient_back(it->second, t, sh_.plan.out[i][o], home);
       dout.push_back(&douts[o]);
       any = true;
     }
@@ -469,7 +410,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
         const int t = n.inputs[q];
         if (t >= 0 && p.need_input[q] && !kept_in_[i][q].defined()) kept_in_[i][q] = input_of(i, q, ctx);
         in.push_back(t >= 0 && p.need_input[q] ? f32(&kept_in_[i][q]) : nullptr);
-        in_shapes.push_back(t >= 0 ? local(t, sh_.in[i][q]) : Shape{});
+        in_shapes.push_back(t >= 0 ? local(t, sh_.plan.in[i][q]) : Shape{});
       }
       for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? f32(&kept_out_[i][o]) : nullptr);
       std::vector<Array> dins(n.inputs.size());
@@ -487,10 +428,10 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
       for (size_t q = 0; q < n.inputs.size(); ++q) {
         if (!p.input_grad[q]) continue;
         const int t = n.inputs[q];
-        const Layout& home = sh_.home[static_cast<size_t>(t)];
+        const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
         // A gradient travels in its storage dtype (bfloat16 under mixed precision, as planned);
         // one that stays is accumulated from float32 directly (rounded once, as on one device).
-        Array d = home == sh_.in[i][q] ? dins[q] : move_gradient_back(stored(dins[q], t, MemoryKind::Transients), t, home, sh_.in[i][q]);
+        Array d = home == sh_.plan.in[i][q] ? dins[q] : move_gradient_back(stored(dins[q], t, MemoryKind::Transients), t, home, sh_.plan.in[i][q]);
         dins[q] = Array();
         if (flat_.count(t)) {
           auto it = full_grads_.find(t);
@@ -558,7 +499,7 @@ void ShardedExecutor::after_optimizer_step() {
 }
 
 Array ShardedExecutor::whole_gradient(int t) {
-  const Layout& storage = sh_.home[static_cast<size_t>(t)];
+  const Layout& storage = sh_.plan.home[static_cast<size_t>(t)];
   return move(local_from_optimizer(t, root_grads_.at(t)), t, storage, Layout::replicated(sh_.where.mesh->ndim()), MemoryKind::Transients);
 }
 
@@ -567,14 +508,14 @@ Array ShardedExecutor::local_from_optimizer(int t, const Array& a) {
   auto f = flat_.find(t);
   if (f == flat_.end()) return a;
   return move_flat(a, f->second.size, f->second.split, f->second.whole, MemoryKind::Transients)
-      .view(local(t, sh_.home[static_cast<size_t>(t)]));
+      .view(local(t, sh_.plan.home[static_cast<size_t>(t)]));
 }
 
 std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) {
   const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
   std::map<int, Array> whole;
   for (int t : plan_.roots) {
-    const Layout& home = sh_.home[static_cast<size_t>(t)];
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
     // The optimizer's weights: the float32 master under mixed precision, else the shard itself.
     whole[t] = optimizer_weights_.at(t).dtype() != state_.at(t).dtype()
                    ? move(local_from_optimizer(t, optimizer_weights_.at(t)), t, home, replicated, MemoryKind::Transients)
@@ -589,7 +530,7 @@ std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, s
     Layout spread = replicated;
     for (size_t i = 0; i < g_.nodes.size() && spread == replicated; ++i)
       for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q)
-        if (g_.nodes[i].inputs[q] == t) spread = sh_.in[i][q];
+        if (g_.nodes[i].inputs[q] == t) spread = sh_.plan.in[i][q];
     if (spread == replicated) {
       // Worker 0's copy, broadcast to every worker into a copy of its own (the buffer itself stays).
       Array mine(a.dtype(), a.shape(), backend_.allocator(), MemoryKind::Transients);

@@ -4,10 +4,11 @@
 // planner/parallel/redistribute.h returns, the one the planner costs, and backward moves each
 // gradient back by backward_plan of the same plan.
 //
-// Where values live ("home" layouts, sharding_of): a parameter in its variable's layout (its
-// storage), a data input in its variable's layout, a tensor that several ops read in its tensor
-// variable's layout, any other op output in its producer's output layout, buffers and constants
-// replicated. An op reads each input in the layout its configuration needs: the home copy when the
+// What this worker holds and runs is a planner::ShardingPlan (planner/parallel/sharding_plan.h): the
+// plan point as data, read from a plan file or made by the planner, never the search itself. Where
+// values live ("home" layouts): a parameter in its storage layout, a data input in its variable's
+// layout, a tensor that several ops read in its tensor variable's layout, any other op output in
+// its producer's output layout, buffers and constants replicated. An op reads each input in the layout its configuration needs: the home copy when the
 // layouts agree, else a transitioned copy (kept for backward when the op's backward reads it, as the
 // planner charges a reader's copy). An output whose home differs (a tensor variable) is moved there
 // after the op.
@@ -58,20 +59,15 @@
 #include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/step_plan.h"
 #include "launcher/runtime/transition.h"
-#include "planner/space.h"
+#include "planner/parallel/sharding_plan.h"
 
 namespace tensoropt::runtime {
 
+// A plan point on one worker: the point's sharding and where this worker sits in the mesh.
 struct Sharding {
   MeshContext where;
-  std::vector<std::vector<planner::Layout>> in, out;  // per node: the layouts its configuration needs and produces
-  std::vector<planner::Layout> home;                  // per tensor: where its value lives
-  std::vector<bool> zero;                             // per tensor: a parameter with ZeRO-2
-  std::vector<bool> recompute;                        // per node: its configuration recomputes
+  planner::ShardingPlan plan;  // REQUIRES: plan.mesh_axes == where.mesh->ndim()
 };
-
-// The layouts of `assignment` (one configuration per variable of `space`) for the worker `where`.
-Sharding sharding_of(const planner::StrategySpace& space, const std::vector<int>& assignment, const MeshContext& where);
 
 // This worker's shard of a replicated (global) value of tensor t in its home layout, allocated as
 // `kind`. No communication: a slice.

@@ -19,10 +19,7 @@ struct Chunks {
   int64_t n;
   int p;
   int64_t len(int m) const { return planner::chunk_size(n, p, m); }
-  int64_t lo(int m) const {
-    const int64_t c = (n + p - 1) / p;
-    return std::min(static_cast<int64_t>(m) * c, n);
-  }
+  int64_t lo(int m) const { return planner::chunk_offset(n, p, m); }
 };
 
 // dst = src, element for element (same dtype and element count).

@@ -48,6 +48,45 @@ int64_t chunk_size(int64_t n, int parts, int index) {
   return begin >= n ? 0 : std::min(c, n - begin);
 }
 
+int64_t chunk_offset(int64_t n, int parts, int index) {
+  TO_CHECK(parts >= 1 && index >= 0 && index < parts && n >= 0);
+  const int64_t c = (n + parts - 1) / parts;
+  return std::min(c * index, n);
+}
+
+std::optional<Layout> parse_layout(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  std::vector<Placement> p;
+  size_t i = 1;
+  while (i < text.size() - 1) {
+    if (text[i] == 'R') {
+      p.push_back(Placement::replicate());
+      ++i;
+    } else if (text[i] == 'P') {
+      p.push_back(Placement::partial());
+      ++i;
+    } else if (text.compare(i, 2, "S(") == 0) {
+      const size_t close = text.find(')', i);
+      if (close == std::string::npos || close == i + 2 || close - i > 8) return std::nullopt;
+      int dim = 0;
+      for (size_t k = i + 2; k < close; ++k) {
+        if (text[k] < '0' || text[k] > '9') return std::nullopt;
+        dim = dim * 10 + (text[k] - '0');
+      }
+      p.push_back(Placement::shard(dim));
+      i = close + 1;
+    } else {
+      return std::nullopt;
+    }
+    if (i < text.size() - 1) {
+      if (text[i] != ',') return std::nullopt;
+      ++i;
+      if (i == text.size() - 1) return std::nullopt;  // a trailing comma
+    }
+  }
+  return Layout(std::move(p));
+}
+
 static std::string shape_str(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
@@ -77,6 +116,21 @@ Shape local_shape(const Shape& global, const Layout& layout, const DeviceMesh& m
     d = chunk_size(d, mesh.axis(a).size, coord[static_cast<size_t>(a)]);
   }
   return s;
+}
+
+std::vector<int64_t> shard_offset(const Shape& global, const Layout& layout, const DeviceMesh& mesh, const std::vector<int>& coord) {
+  check_layout(global, layout, mesh);
+  TO_CHECK(static_cast<int>(coord.size()) == mesh.ndim());
+  std::vector<int64_t> offset(global.size(), 0);
+  Shape size = global;
+  for (int a = 0; a < mesh.ndim(); ++a) {
+    if (!layout[a].is_shard()) continue;
+    const auto d = static_cast<size_t>(layout[a].dim());
+    const int p = mesh.axis(a).size, k = coord[static_cast<size_t>(a)];
+    offset[d] += chunk_offset(size[d], p, k);
+    size[d] = chunk_size(size[d], p, k);
+  }
+  return offset;
 }
 
 Shape max_local_shape(const Shape& global, const Layout& layout, const DeviceMesh& mesh) {

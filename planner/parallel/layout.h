@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,11 +74,19 @@ class Layout {
 
 // Size of chunk `index` when n is split `parts` ways by the ceil rule (may be 0).
 int64_t chunk_size(int64_t n, int parts, int index);
+// First element of chunk `index` under the same rule: min(index * ceil(n/parts), n).
+int64_t chunk_offset(int64_t n, int parts, int index);
+
+// The layout `text` names in Layout::str()'s form ("[S(0),R]", "[P]"); nullopt when it is not one.
+std::optional<Layout> parse_layout(const std::string& text);
 
 // Throws InputError unless `layout` fits `global` on `mesh` (see the contract above).
 void check_layout(const Shape& global, const Layout& layout, const DeviceMesh& mesh);
 // The shape of the shard held by the device at mesh coordinates `coord`.
 Shape local_shape(const Shape& global, const Layout& layout, const DeviceMesh& mesh, const std::vector<int>& coord);
+// Per tensor axis, the global index of the first element of that shard (nested chunks in mesh-axis
+// order, as local_shape sizes them).
+std::vector<int64_t> shard_offset(const Shape& global, const Layout& layout, const DeviceMesh& mesh, const std::vector<int>& coord);
 // The largest local shard (every device's shard fits in it): the device at coordinates 0 holds it.
 Shape max_local_shape(const Shape& global, const Layout& layout, const DeviceMesh& mesh);
 int64_t max_local_bytes(const Shape& global, int dtype_bytes, const Layout& layout, const DeviceMesh& mesh);

@@ -35,6 +35,7 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
+#include "planner/sharding.h"
 #include "planner/baselines.h"
 #include "tests/children.h"
 #include "tests/runtime/reference.h"
@@ -151,11 +152,11 @@ void check_gradients(const Graph& g, ShardedExecutor& ex, const Sharding& sh, co
     const Gap d = gap(whole, ref, tol.l2, 1e-7 / tol.grad);
     if (d.ratio > tol.grad) {
       std::ostringstream os;
-      os << "gradient of " << x.name << " (" << sh.home[static_cast<size_t>(t)].str() << ") differs by " << d.ratio << " of its scale, most at element "
+      os << "gradient of " << x.name << " (" << sh.plan.home[static_cast<size_t>(t)].str() << ") differs by " << d.ratio << " of its scale, most at element "
          << d.at << " (" << d.worst << "; one device " << ref[d.at] << ", largest " << d.scale << "); read by";
       for (size_t n = 0; n < g.nodes.size(); ++n)
         for (size_t q = 0; q < g.nodes[n].inputs.size(); ++q)
-          if (g.nodes[n].inputs[q] == t) os << " " << g.nodes[n].label() << " in " << sh.in[n][q].str() << " out " << sh.out[n][0].str();
+          if (g.nodes[n].inputs[q] == t) os << " " << g.nodes[n].label() << " in " << sh.plan.in[n][q].str() << " out " << sh.plan.out[n][0].str();
 
       failures += (failures.empty() ? "" : " | ") + os.str();
     }
@@ -198,7 +199,7 @@ struct Worker {
     o.timeout = std::chrono::seconds(20);
     o.hostname = "127.0.0.1";
     comm = comm::make_gloo_communicator(o);
-    sh = sharding_of(space, assignment, MeshContext{&space.mesh(), rank, comm.get()});
+    sh = Sharding{MeshContext{&space.mesh(), rank, comm.get()}, planner::sharding_plan(space, assignment)};
     state = load_state(g, g.source_path, backend, 0);
     for (auto& [t, a] : state.arrays)
       if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = home_shard(sh, g, t, a, backend, MemoryKind::Parameters);
@@ -275,13 +276,13 @@ void worker(const std::string& name, const std::vector<int>& mesh_shape, uint64_
   for (int t : w.ex->gradient_tensors()) {
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     const Array whole = bf16 ? masters.at(t)
-                             : run_transition(w.state.arrays.at(t), planner::redistribute(x.shape, 4, w.sh.home[static_cast<size_t>(t)], r, m.mesh),
+                             : run_transition(w.state.arrays.at(t), planner::redistribute(x.shape, 4, w.sh.plan.home[static_cast<size_t>(t)], r, m.mesh),
                                               w.sh.where, w.backend, MemoryKind::Transients);
     const std::vector<float>& ref = want.weights.at(x.name);
     const Gap d = gap(values(whole), ref, tol.l2, 1e-5 / tol.weight);
     if (d.ratio > tol.weight) {
       std::ostringstream os;
-      os << "weight " << x.name << " (" << w.sh.home[static_cast<size_t>(t)].str() << ") differs by " << d.ratio << " of its scale";
+      os << "weight " << x.name << " (" << w.sh.plan.home[static_cast<size_t>(t)].str() << ") differs by " << d.ratio << " of its scale";
       throw std::runtime_error(os.str());
     }
   }
