@@ -18,29 +18,6 @@ std::string with_commas(int64_t n) {
   return n < 0 ? "-" + out : out;
 }
 
-namespace {
-std::string scaled(double v, double base, const char* const* units, int count) {
-  int u = 0;
-  while (std::fabs(v) >= base && u + 1 < count) {
-    v /= base;
-    ++u;
-  }
-  char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
-  return buf;
-}
-}  // namespace
-
-std::string bytes_human(double bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  return scaled(bytes, 1024, units, 5);
-}
-
-std::string flops_human(double flops) {
-  static const char* const units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
-  return scaled(flops, 1000, units, 6);
-}
-
 std::string seconds_human(double s) {
   char buf[64];
   if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);

@@ -16,8 +16,7 @@
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
-#include "launcher/runtime/cpu/denormals.h"
-#include "launcher/runtime/cpu/linear_block_gemm.h"
+#include "launcher/runtime/backend_registry.h"
 #include "launcher/train.h"
 #include "launcher/worker.h"
 
@@ -188,17 +187,13 @@ int main(int argc, char** argv) {
     if (*pl) return cli::run_plan(plan, std::cout, std::cerr);
     if (*ev) return cli::run_evaluate(eval, std::cout);
     if (*rn) {
-      if (device != "cpu") {
-        throw InputError("--device " + device + ": this version trains on the CPU backend only (--device cpu)");
-      }
+      runtime::check_device(device);  // an unknown device, or a bad TENSOROPT_GEMM or TENSOROPT_DENORMALS, before anything runs
+      train.device = device;
       if (run_batch > 0) train.batch = run_batch;
       train.optimizer.kind = runtime::parse_optimizer_kind(optimizer);
       if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
       else if (loss == "mse") train.loss = runtime::LossKind::Mse;
       else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");
-      // A bad TENSOROPT_GEMM or TENSOROPT_DENORMALS is refused here, before anything runs.
-      runtime::cpu::block_gemm_isa();
-      (void)runtime::cpu::denormal_mode();
       // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
       if (std::optional<WorkerPlace> place = worker_place(rendezvous)) return run_worker(train, run_gpus, *place, std::cout, std::cerr);
       if (rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");

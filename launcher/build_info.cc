@@ -1,7 +1,7 @@
 #include "launcher/build_info.h"
 
 #ifdef TENSOROPT_HAVE_CUDA
-#include "launcher/cuda/cuda_info.h"
+#include "launcher/runtime/cuda/device_info.h"
 #endif
 
 namespace tensoropt {

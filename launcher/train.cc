@@ -15,9 +15,7 @@
 #include "graph/error.h"
 #include "graph/import.h"
 #include "launcher/runtime/checkpoint.h"
-#include "launcher/runtime/cpu/backend.h"
-#include "launcher/runtime/cpu/denormals.h"
-#include "launcher/runtime/cpu/linear_block_gemm.h"
+#include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/weights.h"
 #include "launcher/train_common.h"
@@ -130,7 +128,9 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
                                                                     : planner::Precision::Fp32;
   Prediction predicted = predict(g, s, precision, threads, stored ? &*stored : nullptr);
 
-  runtime::cpu::CpuBackend backend(threads);
+  const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
+  runtime::Backend& backend = *device;
+  const runtime::DeviceFacts facts = backend.facts();
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
   // The parsed model file (hundreds of MiB with inline weights) is gone: give its pages back.
   malloc_trim(0);
@@ -156,8 +156,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
       << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
       << (eo.bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
-  out << "device   cpu, " << threads << " thread(s), " << runtime::cpu::block_gemm_isa()
-      << " GEMM, subnormals " << runtime::cpu::denormal_mode() << "; predicted by the analytic model of cluster '" << s.cluster << "'\n";
+  out << "device   " << backend.name() << ", " << threads << " thread(s), " << facts.line << "; predicted by the analytic model of cluster '"
+      << s.cluster << "'\n";
   if (stored) {
     const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
     out << "strategy " << predicted.where << (n ? ", recompute " + std::to_string(n) + " ops" : std::string()) << "\n";
@@ -199,8 +199,9 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.report) {
     report["model"] = {{"path", s.model}, {"batch", g.batch}};
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
-    report["device"] = {{"kind", "cpu"}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()},
-                        {"denormals", runtime::cpu::denormal_mode()}, {"cluster", s.cluster}};
+    report["device"] = {{"kind", backend.name()}, {"threads", threads}};
+    for (const auto& [key, value] : facts.fields) report["device"][key] = value;
+    report["device"]["cluster"] = s.cluster;
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
     report["dtype"] = std::string(planner::precision_name(precision));
     report["steps"] = steps;

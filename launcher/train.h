@@ -27,6 +27,7 @@ struct TrainSettings {
   runtime::OptimizerSettings optimizer;
   runtime::LossKind loss = runtime::LossKind::CrossEntropy;
   uint64_t seed = 0;
+  std::string device = "cpu";        // a backend of runtime/backend_registry.h
   int threads = 0;                   // 0: every core
   std::string cluster = "cpu";       // for the prediction
   std::vector<std::string> frozen;

@@ -7,18 +7,6 @@
 
 namespace tensoropt {
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", b, units[u]);
-  return buf;
-}
-
 std::string human_seconds(double s) {
   char buf[32];
   if (s < 1) std::snprintf(buf, sizeof buf, "%.1f ms", s * 1e3);
@@ -41,7 +29,7 @@ std::string step_line(int64_t step, double loss, double seconds, int64_t batch, 
   char line[200];
   std::snprintf(line, sizeof line, "step %-5lld loss %-10.5f time %-10s %9.1f samples/s   memory %s (peak %s)\n",
                 static_cast<long long>(step), loss, human_seconds(seconds).c_str(), static_cast<double>(batch) / seconds,
-                human_bytes(live_bytes).c_str(), human_bytes(peak_bytes).c_str());
+                bytes_human(live_bytes).c_str(), bytes_human(peak_bytes).c_str());
   return line;
 }
 
@@ -69,7 +57,7 @@ ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predi
   out << "\n                    predicted    measured    measured/predicted\n";
   auto row = [&](const std::string& name, double p, double m, bool bytes) {
     char buf[160];
-    const std::string ps = bytes ? human_bytes(p) : human_seconds(p), ms = bytes ? human_bytes(m) : human_seconds(m);
+    const std::string ps = bytes ? bytes_human(p) : human_seconds(p), ms = bytes ? bytes_human(m) : human_seconds(m);
     char ratio[32] = "-";
     if (p > 0) std::snprintf(ratio, sizeof ratio, "%.3fx", m / p);
     std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %s\n", name.c_str(), ps.c_str(), ms.c_str(), ratio);

@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "graph/units.h"  // bytes_human
 #include "launcher/runtime/allocator.h"
 #include "planner/parallel/cluster.h"
 #include "planner/space.h"
 
 namespace tensoropt {
 
-std::string human_bytes(double b);    // "1.25 GiB", "512 B"
 std::string human_seconds(double s);  // "36.9 ms", "1.250 s"
 
 // The cluster preset (or .json) `name`; for the `cpu` preset, a worker with `threads` threads is

@@ -23,9 +23,7 @@
 #include "launcher/comm/gloo_communicator.h"
 #include "launcher/comm/timed_communicator.h"
 #include "launcher/runtime/checkpoint.h"
-#include "launcher/runtime/cpu/backend.h"
-#include "launcher/runtime/cpu/denormals.h"
-#include "launcher/runtime/cpu/linear_block_gemm.h"
+#include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/sharded_executor.h"
@@ -131,7 +129,9 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   // Every collective goes through the clock: the time a step spends blocked in them is reported.
   comm::TimedCommunicator timed(*gloo);
   comm::Communicator* communicator = &timed;
-  runtime::cpu::CpuBackend backend(threads);
+  const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
+  runtime::Backend& backend = *device;
+  const runtime::DeviceFacts facts = backend.facts();
   // What this worker holds and runs: the plan file's sharding data for the point, or (a strategy
   // file, or a plan file written before plans carried it) the same read off the space.
   const runtime::Sharding sh{runtime::MeshContext{&space.mesh(), place.rank, communicator},
@@ -173,8 +173,8 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr " << s.optimizer.lr
         << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
         << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
-    out << "workers  " << place.world << " (" << place.from << "), cpu, " << threads << " thread(s) each, "
-        << runtime::cpu::block_gemm_isa() << " GEMM, subnormals " << runtime::cpu::denormal_mode() << ", Gloo; mesh " << space.mesh().str() << "\n";
+    out << "workers  " << place.world << " (" << place.from << "), " << backend.name() << ", " << threads << " thread(s) each, " << facts.line
+        << ", Gloo; mesh " << space.mesh().str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
     if (s.resume) {
       err << "resumed from " << *s.resume << " at step " << optimizer.steps()
@@ -249,7 +249,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       char buf[160];
       const double peak = all[kEach * r + 1];
       std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", ("peak, rank " + std::to_string(r)).c_str(),
-                    human_bytes(predicted.memory).c_str(), human_bytes(peak).c_str(), peak / predicted.memory);
+                    bytes_human(predicted.memory).c_str(), bytes_human(peak).c_str(), peak / predicted.memory);
       out << buf;
     }
     out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU,\n"
@@ -259,8 +259,9 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       nlohmann::ordered_json report;
       report["model"] = {{"path", s.model}, {"batch", g.batch}};
       report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-      report["device"] = {{"kind", "cpu"}, {"workers", place.world}, {"threads", threads}, {"gemm", runtime::cpu::block_gemm_isa()}, {"denormals", runtime::cpu::denormal_mode()},
-                          {"cluster", s.cluster}};
+      report["device"] = {{"kind", backend.name()}, {"workers", place.world}, {"threads", threads}};
+      for (const auto& [key, value] : facts.fields) report["device"][key] = value;
+      report["device"]["cluster"] = s.cluster;
       report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
       report["dtype"] = bf16 ? "bf16" : "fp32";
       report["steps"] = steps;

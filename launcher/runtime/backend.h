@@ -10,7 +10,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "launcher/runtime/array.h"
 #include "launcher/runtime/kernel.h"
@@ -25,10 +28,18 @@ struct AdamSettings {
   bool decoupled = false;  // AdamW: decay the weights, not the gradient
 };
 
+// What a run prints and reports about the device beyond its name and threads: `line` for the
+// human output ("avx512 GEMM, subnormals flush"), `fields` for the JSON report, in order.
+struct DeviceFacts {
+  std::string line;
+  std::vector<std::pair<std::string, std::string>> fields;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda"
+  virtual DeviceFacts facts() const = 0;
   virtual Allocator& allocator() = 0;
   // nullptr when this backend has no kernel for the op type.
   virtual const OpKernel* kernel(std::string_view op_type) const = 0;

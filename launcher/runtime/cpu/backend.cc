@@ -9,9 +9,15 @@
 #include "graph/error.h"
 #include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/kernels.h"
+#include "launcher/runtime/cpu/linear_block_gemm.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
+
+DeviceFacts CpuBackend::facts() const {
+  const std::string gemm = block_gemm_isa(), denormals = denormal_mode();
+  return {gemm + " GEMM, subnormals " + denormals, {{"gemm", gemm}, {"denormals", denormals}}};
+}
 
 CpuBackend::CpuBackend(int threads) {
   register_elementwise(table_);

@@ -12,6 +12,7 @@ class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads = 1);
   std::string_view name() const override { return "cpu"; }
+  DeviceFacts facts() const override;  // the GEMM build and the subnormal mode
   Allocator& allocator() override { return allocator_; }
   const OpKernel* kernel(std::string_view op_type) const override;
   int threads() const { return threads_; }

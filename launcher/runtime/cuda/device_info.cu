@@ -1,4 +1,4 @@
-#include "launcher/cuda/cuda_info.h"
+#include "launcher/runtime/cuda/device_info.h"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>

@@ -1,0 +1,33 @@
+#include "graph/units.h"
+
+#include <cmath>
+#include <cstdio>
+
+namespace tensoropt {
+namespace {
+
+// v in the largest of `units` (each `base` times the last) that keeps it at least 1; whole in the first.
+std::string scaled(double v, double base, const char* const* units, int count) {
+  int u = 0;
+  while (std::fabs(v) >= base && u + 1 < count) {
+    v /= base;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+}  // namespace
+
+std::string bytes_human(double bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  return scaled(bytes, 1024, units, 5);
+}
+
+std::string flops_human(double flops) {
+  static const char* const units[] = {"FLOP", "kFLOP", "MFLOP", "GFLOP", "TFLOP", "PFLOP"};
+  return scaled(flops, 1000, units, 6);
+}
+
+}  // namespace tensoropt

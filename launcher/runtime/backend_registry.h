@@ -1,0 +1,31 @@
+// The backends a run can train on, by the name `run --device` takes: one entry per backend, so a
+// new device (CUDA next) is one more entry here and nothing else in the launcher changes.
+//
+// check_device refuses an unknown name, or one this build lacks, with one line naming the flag,
+// the value and what is allowed, and a setting of the environment the backend refuses (the CPU
+// backend's TENSOROPT_GEMM, TENSOROPT_DENORMALS), naming the variable (InputError): the CLI calls
+// it before any work starts.
+// make_backend builds the backend (REQUIRES: check_device passed). Thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "launcher/runtime/backend.h"
+
+namespace tensoropt::runtime {
+
+struct BackendOptions {
+  int threads = 1;  // the CPU backend's kernel threads
+};
+
+// The devices this build can train on, in the order `--help` lists them ("cpu", ...).
+std::vector<std::string> backend_names();
+
+void check_device(std::string_view device);
+
+std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOptions& options);
+
+}  // namespace tensoropt::runtime
