@@ -17,8 +17,9 @@
 #include "graph/error.h"
 #include "launcher/build_info.h"
 #include "launcher/runtime/backend_registry.h"
-#include "launcher/train.h"
-#include "launcher/worker.h"
+#include "launcher/train/one_device.h"
+#include "launcher/launch/local.h"
+#include "launcher/train/worker.h"
 
 namespace {
 

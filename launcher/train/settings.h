@@ -1,16 +1,9 @@
-// `tensoropt run` on one device: import, load or initialise the weights, train for a number of
-// steps with the runtime (launcher/runtime/), print one line per step, and set the measured step
-// time and peak memory against what the planner predicts for the same one-device strategy
-// (docs/runtime.md). With a plan, the point's strategy runs (its recompute choices) and is the one
-// predicted. The multi-process launcher (a later issue) runs the same loop per worker.
-//
-// Errors: InputError for everything the user can fix (flags, files, a model op without a kernel),
-// raised before the first step where possible; nothing is written half (checkpoints are written
-// to FILE.part and renamed).
+// What `tensoropt run` was asked to do (its flags), shared by the one-device run
+// (launcher/train/one_device.h), the workers (worker.h) and the local launcher
+// (launcher/launch/local.h). A plain value.
 #pragma once
 
 #include <cstdint>
-#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,8 +33,6 @@ struct TrainSettings {
   std::optional<std::string> plan;
   std::optional<int> point;
 };
-
-int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err);
 
 // Before anything trains: --save names a file that can be written and --resume one that can be
 // read; InputError otherwise (the one-device run and the launcher, before any worker starts).

@@ -1,7 +1,6 @@
-#include "launcher/train.h"
+#include "launcher/train/one_device.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -18,7 +17,8 @@
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/weights.h"
-#include "launcher/train_common.h"
+#include "launcher/train/loop.h"
+#include "launcher/train/report.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
 #include "planner/plan_file.h"
@@ -162,28 +162,19 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
     out << "strategy " << predicted.where << (n ? ", recompute " + std::to_string(n) + " ops" : std::string()) << "\n";
   }
-  nlohmann::ordered_json report;
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  std::vector<double> times;
-  runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
-  const int64_t first = optimizer.steps() + 1;
-  for (int64_t step = first; step < first + s.steps; ++step) {
-    runtime::Batch batch = data->next(step);
-    ctx.step = step;
-    auto t0 = std::chrono::steady_clock::now();
-    double loss = ex.train_step(batch.inputs, batch.target, ctx);
-    optimizer.step(ex);
-    double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    times.push_back(dt);
-    runtime::MemoryStats ms = backend.allocator().stats();
-    out << step_line(step, loss, dt, g.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
-    steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt},
-                     {"live_memory_bytes", ms.live_total}, {"peak_memory_bytes", ms.peak_total}});
-  }
-  // Measured step time: the median of the steps after the first (which pays for first touches).
-  std::vector<double> steady(times.size() > 1 ? times.begin() + 1 : times.begin(), times.end());
-  std::sort(steady.begin(), steady.end());
-  double measured_time = steady[steady.size() / 2];
+  LoopOptions lo;
+  lo.first = optimizer.steps() + 1;
+  lo.count = s.steps;
+  lo.batch = g.batch;
+  lo.out = &out;
+  const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
+                                    [&](runtime::Batch batch, const runtime::StepContext& ctx) {
+                                      const double loss = ex.train_step(batch.inputs, batch.target, ctx);
+                                      optimizer.step(ex);
+                                      return loss;
+                                    },
+                                    lo);
+  const double measured_time = steady_median(loop.seconds);
   runtime::MemoryStats ms = backend.allocator().stats();
 
   Measured m;
@@ -197,6 +188,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
   }
   if (s.report) {
+    nlohmann::ordered_json report;
     report["model"] = {{"path", s.model}, {"batch", g.batch}};
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = {{"kind", backend.name()}, {"threads", threads}};
@@ -204,14 +196,10 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     report["device"]["cluster"] = s.cluster;
     report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
     report["dtype"] = std::string(planner::precision_name(precision));
-    report["steps"] = steps;
+    report["steps"] = loop.steps;
     report["predicted"] = against.predicted;
     report["measured"] = against.measured;
-    std::ofstream f(*s.report + ".part");
-    f << report.dump(2) << "\n";
-    if (!f) throw InputError(*s.report + ": cannot be written");
-    f.close();
-    std::filesystem::rename(*s.report + ".part", *s.report);
+    write_report(*s.report, report);
   }
   return 0;
 }

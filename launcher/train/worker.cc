@@ -1,17 +1,7 @@
-#include "launcher/worker.h"
-
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "launcher/train/worker.h"
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <thread>
@@ -28,22 +18,13 @@
 #include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/sharded_executor.h"
 #include "launcher/runtime/weights.h"
-#include "launcher/train_common.h"
+#include "launcher/train/loop.h"
+#include "launcher/train/report.h"
 #include "planner/compute_model.h"
 #include "planner/plan_file.h"
 #include "planner/sharding.h"
 
 namespace tensoropt {
-namespace {
-
-std::optional<int> env_int(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  char* end = nullptr;
-  const long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0 || x > 1 << 20) throw InputError(std::string(name) + "=" + v + ": not a rank or size");
-  return static_cast<int>(x);
-}
 
 // The plan point to run with `gpus` workers, checked against the model and the flags.
 planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
@@ -62,34 +43,6 @@ planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
   return stored;
 }
 
-}  // namespace
-
-std::optional<WorkerPlace> worker_place(const std::optional<std::string>& rendezvous) {
-  const std::pair<const char*, const char*> sources[] = {
-      {"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
-  for (const auto& [rank_var, size_var] : sources) {
-    const std::optional<int> rank = env_int(rank_var), world = env_int(size_var);
-    if (!rank && !world) continue;
-    if (!rank || !world) throw InputError(std::string(rank_var) + " and " + size_var + " go together");
-    if (*world < 1 || *rank >= *world) {
-      throw InputError(std::string(rank_var) + "=" + std::to_string(*rank) + " is outside " + size_var + "=" + std::to_string(*world));
-    }
-    WorkerPlace p;
-    p.rank = *rank;
-    p.world = *world;
-    p.from = std::string(rank_var) + "/" + size_var;
-    const char* env = std::getenv("TENSOROPT_RENDEZVOUS");
-    if (rendezvous) p.rendezvous = *rendezvous;
-    else if (env && *env) p.rendezvous = env;
-    else throw InputError("worker " + std::to_string(p.rank) + " of " + std::to_string(p.world) + " (" + p.from +
-                          "): say where the group meets: --rendezvous file:DIR (a shared directory) or redis://HOST:PORT");
-    comm::parse_rendezvous(p.rendezvous);  // a malformed spec is refused here, before anything starts
-    const char* local = std::getenv("TENSOROPT_LOCAL_LAUNCH");
-    p.local = local && std::string(local) == "1";
-    return p;
-  }
-  return std::nullopt;
-}
 
 int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::ostream& out, std::ostream& err) {
   if (gpus != place.world) {
@@ -181,33 +134,21 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
           << (had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";
     }
   }
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
-  std::vector<double> times, blocked;
-  runtime::StepContext ctx{&backend.allocator(), true, s.seed, 0, threads};
-  const int64_t first = optimizer.steps() + 1;
-  for (int64_t step = first; step < first + s.steps; ++step) {
-    runtime::Batch batch = data->next(step);
-    ctx.step = step;
-    const auto t0 = std::chrono::steady_clock::now();
-    const double blocked0 = timed.blocked_seconds();
-    const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
-    optimizer.step(ex);
-    ex.after_optimizer_step();
-    const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    times.push_back(dt);
-    blocked.push_back(timed.blocked_seconds() - blocked0);
-    const runtime::MemoryStats ms = backend.allocator().stats();
-    if (lead) {
-      out << step_line(step, loss, dt, g.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
-      steps.push_back({{"step", step}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(g.batch) / dt}});
-    }
-  }
-  // Medians of the steps after the first (which makes the communicator's contexts and warms up).
-  auto steady_median = [](const std::vector<double>& v) {
-    std::vector<double> later(v.size() > 1 ? v.begin() + 1 : v.begin(), v.end());
-    std::sort(later.begin(), later.end());
-    return later[later.size() / 2];
-  };
+  LoopOptions lo;
+  lo.first = optimizer.steps() + 1;
+  lo.count = s.steps;
+  lo.batch = g.batch;
+  lo.out = lead ? &out : nullptr;
+  lo.memory_in_report = false;
+  lo.blocked_clock = [&timed] { return timed.blocked_seconds(); };
+  const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
+                                    [&](runtime::Batch batch, const runtime::StepContext& ctx) {
+                                      const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
+                                      optimizer.step(ex);
+                                      ex.after_optimizer_step();
+                                      return loss;
+                                    },
+                                    lo);
   if (s.save) {
     // Every worker takes part in gathering the whole model; worker 0 writes it.
     std::map<int, std::vector<runtime::Array>> state;
@@ -225,7 +166,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   // kind at its peak, gathered on every rank.
   constexpr size_t kEach = 3 + runtime::kMemoryKinds;
   const runtime::MemoryStats ms = backend.allocator().stats();
-  std::array<double, kEach> mine{steady_median(times), static_cast<double>(ms.peak_total), steady_median(blocked)};
+  std::array<double, kEach> mine{steady_median(loop.seconds), static_cast<double>(ms.peak_total), steady_median(loop.blocked)};
   for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[3 + k] = static_cast<double>(ms.at_peak[k]);
   std::vector<double> all(kEach * static_cast<size_t>(place.world));
   communicator->all_gather(mine.data(), all.data(), kEach, DType::F64, communicator->world());
@@ -264,162 +205,14 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
       report["device"]["cluster"] = s.cluster;
       report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
       report["dtype"] = bf16 ? "bf16" : "fp32";
-      report["steps"] = steps;
+      report["steps"] = loop.steps;
       report["predicted"] = against.predicted;
       against.measured["ranks"] = ranks;
       report["measured"] = against.measured;
-      std::ofstream f(*s.report + ".part");
-      f << report.dump(2) << "\n";
-      if (!f) throw InputError(*s.report + ": cannot be written");
-      f.close();
-      std::filesystem::rename(*s.report + ".part", *s.report);
+      write_report(*s.report, report);
     }
   }
   (void)err;
-  return 0;
-}
-
-namespace {
-
-volatile sig_atomic_t g_stop_signal = 0;
-void on_stop(int sig) { g_stop_signal = sig; }
-
-std::string how_it_ended(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
-
-// Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
-int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid < 0) throw InternalError("fork failed");
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, STDOUT_FILENO);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv("/proc/self/exe", args.data());
-    _exit(127);
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw InternalError("waitpid failed");
-    if (g_stop_signal) kill(pid, SIGTERM);
-  }
-  return status;
-}
-
-}  // namespace
-
-int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
-  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
-  check_checkpoint_paths(s);
-  char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
-  if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
-  const std::string dir = tmpl;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
-  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
-  std::vector<std::string> worker_argv = argv;
-  std::string plan = s.plan.value_or("");
-  if (plan.empty()) {
-    plan = dir + "/plan.json";
-    std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
-                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan,
-                                        "--dtype", s.dtype.value_or("fp32")};
-    for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
-    out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
-    const int status = run_to_end(planner, dir + "/plan.log");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
-      return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
-    }
-    std::ifstream log(dir + "/plan.log");
-    for (std::string line; std::getline(log, line);)
-      if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
-    worker_argv.insert(worker_argv.end(), {"--plan", plan});
-  }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(std::max(1, cores / gpus))});
-  out << std::flush;
-
-  std::vector<pid_t> pids;
-  for (int r = 0; r < gpus; ++r) {
-    const pid_t pid = fork();
-    if (pid < 0) throw InternalError("fork failed");
-    if (pid == 0) {
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(gpus).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
-      setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
-      if (r != 0) {
-        const int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) dup2(fd, STDOUT_FILENO);
-      }
-      std::vector<char*> args;
-      for (const std::string& a : worker_argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv("/proc/self/exe", args.data());
-      _exit(127);
-    }
-    pids.push_back(pid);
-  }
-  // Wait for every worker; the first that ends badly, or a stop signal, takes the group down.
-  std::vector<bool> done(pids.size(), false);
-  int left = gpus, failed_rank = -1, failed_status = 0;
-  std::chrono::steady_clock::time_point stopping{};
-  bool stop_sent = false;
-  while (left > 0) {
-    for (size_t r = 0; r < pids.size(); ++r) {
-      if (done[r]) continue;
-      int status = 0;
-      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
-      done[r] = true;
-      --left;
-      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failed_rank < 0 && !stop_sent) {
-        failed_rank = static_cast<int>(r);
-        failed_status = status;
-      }
-    }
-    if (left == 0) break;
-    if (!stop_sent && (failed_rank >= 0 || g_stop_signal)) {
-      for (size_t r = 0; r < pids.size(); ++r)
-        if (!done[r]) kill(pids[r], SIGTERM);
-      stop_sent = true;
-      stopping = std::chrono::steady_clock::now();
-    }
-    if (stop_sent && std::chrono::steady_clock::now() - stopping > std::chrono::seconds(5)) {
-      for (size_t r = 0; r < pids.size(); ++r)
-        if (!done[r]) kill(pids[r], SIGKILL);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (g_stop_signal && failed_rank < 0) {
-    err << "tensoropt: stopped by signal " << g_stop_signal << "; every worker was stopped\n";
-    return 130;
-  }
-  if (failed_rank >= 0) {
-    err << "tensoropt: error: rank " << failed_rank << " of " << gpus << " " << how_it_ended(failed_status)
-        << "; the other workers were stopped\n";
-    return WIFEXITED(failed_status) && WEXITSTATUS(failed_status) == 2 ? 2 : 1;
-  }
   return 0;
 }
 

@@ -1,4 +1,4 @@
-#include "launcher/train_common.h"
+#include "launcher/train/report.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,0 +1,170 @@
+#include "launcher/launch/local.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <thread>
+#include <vector>
+
+#include "graph/error.h"
+#include "launcher/train/worker.h"
+#include "planner/training.h"
+
+namespace tensoropt {
+namespace {
+
+volatile sig_atomic_t g_stop_signal = 0;
+void on_stop(int sig) { g_stop_signal = sig; }
+
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+// Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
+int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid < 0) throw InternalError("fork failed");
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) dup2(fd, STDOUT_FILENO);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv("/proc/self/exe", args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw InternalError("waitpid failed");
+    if (g_stop_signal) kill(pid, SIGTERM);
+  }
+  return status;
+}
+
+
+}  // namespace
+
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
+  check_checkpoint_paths(s);
+  char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
+  if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
+  const std::string dir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
+  std::vector<std::string> worker_argv = argv;
+  std::string plan = s.plan.value_or("");
+  if (plan.empty()) {
+    plan = dir + "/plan.json";
+    std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
+                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan,
+                                        "--dtype", s.dtype.value_or("fp32")};
+    for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
+    out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
+    const int status = run_to_end(planner, dir + "/plan.log");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
+      return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+    }
+    std::ifstream log(dir + "/plan.log");
+    for (std::string line; std::getline(log, line);)
+      if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
+    worker_argv.insert(worker_argv.end(), {"--plan", plan});
+  }
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(std::max(1, cores / gpus))});
+  out << std::flush;
+
+  std::vector<pid_t> pids;
+  for (int r = 0; r < gpus; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) throw InternalError("fork failed");
+    if (pid == 0) {
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(gpus).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
+      setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
+      if (r != 0) {
+        const int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) dup2(fd, STDOUT_FILENO);
+      }
+      std::vector<char*> args;
+      for (const std::string& a : worker_argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv("/proc/self/exe", args.data());
+      _exit(127);
+    }
+    pids.push_back(pid);
+  }
+  // Wait for every worker; the first that ends badly, or a stop signal, takes the group down.
+  std::vector<bool> done(pids.size(), false);
+  int left = gpus, failed_rank = -1, failed_status = 0;
+  std::chrono::steady_clock::time_point stopping{};
+  bool stop_sent = false;
+  while (left > 0) {
+    for (size_t r = 0; r < pids.size(); ++r) {
+      if (done[r]) continue;
+      int status = 0;
+      if (waitpid(pids[r], &status, WNOHANG) != pids[r]) continue;
+      done[r] = true;
+      --left;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      if (!ok && failed_rank < 0 && !stop_sent) {
+        failed_rank = static_cast<int>(r);
+        failed_status = status;
+      }
+    }
+    if (left == 0) break;
+    if (!stop_sent && (failed_rank >= 0 || g_stop_signal)) {
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (!done[r]) kill(pids[r], SIGTERM);
+      stop_sent = true;
+      stopping = std::chrono::steady_clock::now();
+    }
+    if (stop_sent && std::chrono::steady_clock::now() - stopping > std::chrono::seconds(5)) {
+      for (size_t r = 0; r < pids.size(); ++r)
+        if (!done[r]) kill(pids[r], SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (g_stop_signal && failed_rank < 0) {
+    err << "tensoropt: stopped by signal " << g_stop_signal << "; every worker was stopped\n";
+    return 130;
+  }
+  if (failed_rank >= 0) {
+    err << "tensoropt: error: rank " << failed_rank << " of " << gpus << " " << how_it_ended(failed_status)
+        << "; the other workers were stopped\n";
+    return WIFEXITED(failed_status) && WEXITSTATUS(failed_status) == 2 ? 2 : 1;
+  }
+  return 0;
+}
+
+
+}  // namespace tensoropt

@@ -1,0 +1,22 @@
+// The local launcher: on one machine `run --gpus N` plans first when no --plan is given
+// (`tensoropt plan MODEL --gpus N --json` into a private directory, the chosen point), then starts
+// N copies of itself as workers (launcher/train/worker.h; threads per worker: the cores / N unless
+// --threads says), with RANK, WORLD_SIZE and LOCAL_RANK set and a file store in the private
+// directory. A worker that ends badly (an error, a signal) takes the group down: the launcher stops
+// the others (SIGTERM, then SIGKILL after 5 s), says which rank ended and how in one line, and
+// exits 1 (2 when a worker refused its input). SIGINT or SIGTERM to the launcher stops every worker.
+// Not thread-safe (installs signal handlers).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "launcher/train/settings.h"
+
+namespace tensoropt {
+
+// Starts `gpus` workers on this machine running `argv` (the run command line) and waits for them.
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err);
+
+}  // namespace tensoropt
