@@ -7,9 +7,12 @@
 
 namespace tensoropt {
 
-std::vector<bool> requires_grad(const Graph& g) {
+std::vector<bool> requires_grad(const Graph& g, bool input_gradients) {
   std::vector<bool> rg(g.tensors.size(), false);
-  for (size_t t = 0; t < g.tensors.size(); ++t) rg[t] = g.tensors[t].kind == TensorKind::Parameter;
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    rg[t] = x.kind == TensorKind::Parameter || (input_gradients && x.kind == TensorKind::Input && dtype_is_float(x.dtype));
+  }
   for (const Node& n : g.nodes) {
     const OpDef* def = find_op(n.op_type);
     TO_CHECK(def != nullptr);

@@ -14,9 +14,10 @@
 
 namespace tensoropt {
 
-// requires_grad[t]: tensor t needs a gradient in training (parameters, and float node outputs
-// computed from something that needs one through a differentiable input).
-std::vector<bool> requires_grad(const Graph& g);
+// requires_grad[t]: tensor t needs a gradient in training (parameters, with `input_gradients` the
+// float data inputs too, and float node outputs computed from something that needs one through a
+// differentiable input).
+std::vector<bool> requires_grad(const Graph& g, bool input_gradients = false);
 
 // data_dependent[t]: tensor t is a data input or computed from one (differs per sample).
 std::vector<bool> data_dependent(const Graph& g);

@@ -54,6 +54,15 @@ OpDef unary(const std::string& type, double fwd, double bwd, Keep saves, RealFn 
   return d;
 }
 
+// A step function (Floor, Ceil, Round, Sign): its gradient is zero wherever it is defined, so, as
+// PyTorch's zero gradient adds nothing, no gradient flows back through it: the planner charges no
+// backward and the runtime runs none (graph/step_schedule.h).
+OpDef zero_gradient(OpDef d) {
+  d.flops_doc = "1·N / 0 (zero gradient: none flows back)";
+  d.nondiff_inputs = {0};
+  return d;
+}
+
 // A binary (or variadic) arithmetic op with broadcasting. `bwd_a`/`bwd_b` are the FLOPs per
 // output element of each operand's gradient; a broadcast operand's gradient also sums over the
 // broadcast axes (N - elements(operand) additions). `saves_for_a`/`saves_for_b` list which
@@ -172,10 +181,10 @@ void register_elementwise(std::vector<OpDef>& ops) {
                       [](const I& a) { return wrap_sub(0, a[0]); }));
   ops.push_back(unary("Abs", 1, 1, Keep::Input, [](const V& a) { return std::fabs(a[0]); },
                       [](const I& a) { return a[0] < 0 ? wrap_sub(0, a[0]) : a[0]; }));
-  ops.push_back(unary("Floor", 1, 0, Keep::Nothing, [](const V& a) { return std::floor(a[0]); },
-                      [](const I& a) { return a[0]; }));
-  ops.push_back(unary("Ceil", 1, 0, Keep::Nothing, [](const V& a) { return std::ceil(a[0]); },
-                      [](const I& a) { return a[0]; }));
+  ops.push_back(zero_gradient(unary("Floor", 1, 0, Keep::Nothing, [](const V& a) { return std::floor(a[0]); },
+                                    [](const I& a) { return a[0]; })));
+  ops.push_back(zero_gradient(unary("Ceil", 1, 0, Keep::Nothing, [](const V& a) { return std::ceil(a[0]); },
+                                    [](const I& a) { return a[0]; })));
   ops.push_back(unary("Softplus", 3, 3, Keep::Input, [](const V& a) { return std::log1p(std::exp(a[0])); }));
   ops.push_back(unary("Elu", 3, 2, Keep::Output, nullptr));
   ops.push_back(unary("Selu", 4, 2, Keep::Output, nullptr));
@@ -199,16 +208,10 @@ void register_elementwise(std::vector<OpDef>& ops) {
   ops.push_back(unary("Gelu", 5, 8, Keep::Input, nullptr));
   // Silu: x·sigmoid(x). Not an ONNX op: graph/fuse.cc makes it from Sigmoid -> Mul(x, ·).
   ops.push_back(unary("Silu", 4, 5, Keep::Input, nullptr));
-  {
-    OpDef sign = unary("Sign", 1, 0, Keep::Nothing, [](const V& a) { return double((a[0] > 0) - (a[0] < 0)); },
-                       [](const I& a) { return int64_t{(a[0] > 0) - (a[0] < 0)}; });
-    sign.flops_doc = "1·N / 0 (zero gradient)";
-    ops.push_back(std::move(sign));
-    OpDef round = unary("Round", 1, 0, Keep::Nothing, [](const V& a) { return std::nearbyint(a[0]); },
-                        [](const I& a) { return a[0]; });
-    round.flops_doc = "1·N / 0 (zero gradient)";
-    ops.push_back(std::move(round));
-  }
+  ops.push_back(zero_gradient(unary("Sign", 1, 0, Keep::Nothing, [](const V& a) { return double((a[0] > 0) - (a[0] < 0)); },
+                                    [](const I& a) { return int64_t{(a[0] > 0) - (a[0] < 0)}; })));
+  ops.push_back(zero_gradient(unary("Round", 1, 0, Keep::Nothing, [](const V& a) { return std::nearbyint(a[0]); },
+                                    [](const I& a) { return a[0]; })));
   for (const char* type : {"IsNaN", "IsInf"}) {
     OpDef d = unary(type, 1, 0, Keep::Nothing, nullptr);
     d.flops_doc = "1·N / 0 (no gradient)";

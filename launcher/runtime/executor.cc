@@ -17,7 +17,8 @@ Executor::Executor(const Graph& g, Backend& backend, std::map<int, Array>& state
     kernels_.push_back(k);
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
-  plan_ = plan_step(g_, kernels_, options_.input_gradients, options_.recompute);
+  plan_ = step_schedule(g_, options_.input_gradients, options_.recompute);
+  check_backward_kernels(g_, kernels_, plan_, backend_.name());
   for (int t : plan_.roots) {
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
     root_grads_[t] = Array(storage_dtype(x), x.shape, backend_.allocator(), MemoryKind::Gradients);
@@ -151,7 +152,7 @@ void Executor::run_backward(const StepContext& ctx) {
   rerun_.assign(g_.nodes.size(), false);
   for (size_t i = g_.nodes.size(); i-- > 0;) {
     const Node& n = g_.nodes[i];
-    const NodePlan& p = plan_.nodes[i];
+    const NodeSchedule& p = plan_.nodes[i];
     std::vector<const Array*> dout;
     bool any = false;
     for (int t : n.outputs) {

@@ -90,4 +90,15 @@ std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node&
   return outs;
 }
 
+void check_backward_kernels(const Graph& g, const std::vector<const OpKernel*>& kernels, const StepSchedule& schedule,
+                            std::string_view backend) {
+  TO_CHECK(kernels.size() == g.nodes.size() && schedule.nodes.size() == g.nodes.size());
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    if (schedule.nodes[i].backward && !kernels[i]->backward) {
+      throw InputError("node " + g.nodes[i].label() + ": op '" + g.nodes[i].op_type + "' has no " + std::string(backend) +
+                       " backward kernel, and an input of it takes a gradient");
+    }
+  }
+}
+
 }  // namespace tensoropt::runtime

@@ -32,6 +32,7 @@
 
 #include "graph/error.h"
 #include "graph/ir.h"
+#include "graph/step_schedule.h"
 #include "launcher/runtime/array.h"
 
 namespace tensoropt::runtime {
@@ -145,5 +146,10 @@ using KernelTable = std::map<std::string, OpKernel, std::less<>>;
 
 // "<node label>: <what>" as an InputError.
 [[noreturn]] void kernel_error(const Node& node, const std::string& what);
+
+// InputError naming the node and `backend` when the schedule gives some input of a node a gradient
+// and its kernel has no backward (`kernels[i]` is node i's).
+void check_backward_kernels(const Graph& g, const std::vector<const OpKernel*>& kernels, const StepSchedule& schedule,
+                            std::string_view backend);
 
 }  // namespace tensoropt::runtime

@@ -31,7 +31,8 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     if (!k || !k->forward) throw InputError("node " + n.label() + ": op '" + n.op_type + "' has no " + std::string(backend_.name()) + " kernel yet");
     kernels_.push_back(k);
   }
-  plan_ = plan_step(g_, kernels_, /*input_gradients=*/false, sh_.plan.recompute);
+  plan_ = step_schedule(g_, /*input_gradients=*/false, sh_.plan.recompute);
+  check_backward_kernels(g_, kernels_, plan_, backend_.name());
   // A home value that some reader keeps as it is (its layout is the reader's) is an activation.
   home_kept_.assign(g_.tensors.size(), false);
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
@@ -250,7 +251,7 @@ Array ShardedExecutor::input_of(size_t i, size_t q, const StepContext& ctx) {
 
 void ShardedExecutor::rerun(size_t i, const StepContext& ctx) {
   const Node& n = g_.nodes[i];
-  const NodePlan& p = plan_.nodes[i];
+  const NodeSchedule& p = plan_.nodes[i];
   std::vector<Array> ins(n.inputs.size());
   for (size_t q = 0; q < n.inputs.size(); ++q) {
     if (n.inputs[q] < 0) continue;
@@ -331,7 +332,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   // differs, kept when the node keeps it), each output moved to its home.
   for (size_t i = 0; i < g_.nodes.size(); ++i) {
     const Node& n = g_.nodes[i];
-    const NodePlan& p = plan_.nodes[i];
+    const NodeSchedule& p = plan_.nodes[i];
     std::vector<Array> ins(n.inputs.size());
     kept_in_[i].resize(n.inputs.size());
     for (size_t q = 0; q < n.inputs.size(); ++q) {
@@ -383,7 +384,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   }
   for (size_t i = g_.nodes.size(); i-- > 0;) {
     const Node& n = g_.nodes[i];
-    const NodePlan& p = plan_.nodes[i];
+    const NodeSchedule& p = plan_.nodes[i];
     std::vector<Array> douts(n.outputs.size());
     std::vector<const Array*> dout;
     bool any = false;

@@ -33,7 +33,7 @@
 // after_optimizer_step all-gathers the updated chunks: the same bytes moved as data parallelism,
 // as the planner costs it.
 //
-// Recompute: which node keeps what is step_plan.h's, as in the one-device executor (a point's
+// Recompute: which node keeps what is graph/step_schedule.h's, as in the one-device executor (a point's
 // ` recompute` configurations, and every node that reads no data, such as a transposed weight). A
 // recomputing node keeps its inputs in the layouts it needs; in backward its forward runs again
 // and its outputs are moved again to the readers that need them (the redistribution the planner
@@ -54,10 +54,10 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/step_schedule.h"
 #include "launcher/runtime/backend.h"
 #include "launcher/runtime/executor.h"
 #include "launcher/runtime/optimizer.h"
-#include "launcher/runtime/step_plan.h"
 #include "launcher/runtime/transition.h"
 #include "planner/parallel/sharding_plan.h"
 
@@ -143,7 +143,7 @@ class ShardedExecutor final : public GradientSource {
   LossKind loss_;
   bool bf16_;
   std::vector<const OpKernel*> kernels_;
-  StepPlan plan_;                                  // what each node keeps and recomputes (step_plan.h)
+  StepSchedule plan_;                                  // what each node keeps and recomputes (graph/step_schedule.h)
   std::vector<bool> home_kept_;                    // per tensor: a reader keeps its home value as it is
   std::vector<bool> rerun_;                        // per node: its forward ran again this backward
   std::map<int, Array> values_;                    // home copies during forward; regenerated ones in backward

@@ -1,10 +1,13 @@
-// What one training step keeps, frees and recomputes, node by node and tensor by tensor: the part
-// of a training step that both executors (executor.h: one device; sharded_executor.h: a worker's
-// shard of a strategy) share, so they keep and regenerate exactly the same tensors.
+// The step schedule: what one training step runs, keeps, frees and recomputes, node by node and
+// tensor by tensor. One schedule serves the planner's cost model (planner/space.h: which tensors
+// are saved, where gradients are in flight) and both executors (launcher/runtime/executor.h: one
+// device; sharded_executor.h: a worker's shard of a strategy), so what is predicted and what runs
+// keep and regenerate exactly the same tensors.
 //
-// It comes from the op catalogue (OpDef::saved: what each op's backward reads, for the inputs that
-// take a gradient) and the recompute choices (a plan point's ` recompute` configurations,
-// docs/cost-model.md "Recompute"):
+// Order: forward runs the nodes in graph order, backward in reverse; positions are node indices.
+// It comes from the op catalogue alone, through graph/summary.h (requires_grad, data_dependent,
+// and OpDef::saved: what each op's backward reads, for the inputs that take a gradient), and the
+// recompute choices (a plan point's ` recompute` configurations, docs/cost-model.md "Recompute"):
 // - a node that recomputes keeps nothing of its own (no saved output, no OpState extras) and keeps
 //   its inputs instead, unless their producer recomputes too; in backward its forward runs again;
 // - a node that reads no data (a transposed weight, a causal mask built from constants) always
@@ -15,11 +18,10 @@
 #include <vector>
 
 #include "graph/ir.h"
-#include "launcher/runtime/kernel.h"
 
-namespace tensoropt::runtime {
+namespace tensoropt {
 
-struct NodePlan {
+struct NodeSchedule {
   std::vector<bool> input_grad;    // this input receives a gradient
   std::vector<bool> need_input;    // backward reads this input (the catalogue's `saved`)
   std::vector<bool> need_output;   // and this output
@@ -29,8 +31,8 @@ struct NodePlan {
   bool recompute = false;          // keeps nothing; its forward runs again in backward
 };
 
-struct StepPlan {
-  std::vector<NodePlan> nodes;
+struct StepSchedule {
+  std::vector<NodeSchedule> nodes;
   std::vector<int> roots;                // tensors whose gradient the step returns
   std::vector<bool> requires_grad;       // per tensor: a gradient flows into it
   std::vector<int> producer;             // per tensor: the node writing it, or -1
@@ -40,10 +42,9 @@ struct StepPlan {
   std::vector<int> gradient_done;        // per tensor: the earliest node whose backward adds to its gradient, or -1
 };
 
-// `kernels[i]` is node i's kernel (its `backward` empty: no input of it takes a gradient).
-// Roots: the parameters, and with `input_gradients` the float data inputs too. `recompute`: per
-// node, or empty for none.
-StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, bool input_gradients,
-                   const std::vector<bool>& recompute);
+// Input k of a node takes a gradient when the tensor requires one and the catalogue does not list
+// k among the op's nondiff_inputs. Roots: the parameters, and with `input_gradients` the float
+// data inputs too. `recompute`: per node, or empty for none. Thread-safe.
+StepSchedule step_schedule(const Graph& g, bool input_gradients, const std::vector<bool>& recompute);
 
-}  // namespace tensoropt::runtime
+}  // namespace tensoropt

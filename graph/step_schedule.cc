@@ -1,30 +1,26 @@
-#include "launcher/runtime/step_plan.h"
+#include "graph/step_schedule.h"
 
 #include <algorithm>
 
 #include "graph/error.h"
 #include "graph/op_catalogue.h"
+#include "graph/summary.h"
 
-namespace tensoropt::runtime {
+namespace tensoropt {
 namespace {
 
 bool listed(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
 
 }  // namespace
 
-StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, bool input_gradients,
-                   const std::vector<bool>& recompute) {
-  TO_CHECK(kernels.size() == g.nodes.size());
+StepSchedule step_schedule(const Graph& g, bool input_gradients, const std::vector<bool>& recompute) {
   TO_CHECK(recompute.empty() || recompute.size() == g.nodes.size());
   const size_t nt = g.tensors.size();
-  StepPlan s;
-  s.requires_grad.assign(nt, false);
+  StepSchedule s;
+  s.requires_grad = requires_grad(g, input_gradients);
   for (size_t t = 0; t < nt; ++t) {
-    const Tensor& x = g.tensors[t];
-    if (x.kind == TensorKind::Parameter || (input_gradients && x.kind == TensorKind::Input && dtype_is_float(x.dtype))) {
-      s.requires_grad[t] = true;
-      s.roots.push_back(static_cast<int>(t));
-    }
+    const TensorKind kind = g.tensors[t].kind;
+    if (s.requires_grad[t] && (kind == TensorKind::Parameter || kind == TensorKind::Input)) s.roots.push_back(static_cast<int>(t));
   }
   s.nodes.assign(g.nodes.size(), {});
   s.producer.assign(nt, -1);
@@ -32,8 +28,7 @@ StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, 
   s.last_backward_use.assign(nt, -1);
   s.earliest_need.assign(nt, -1);
   s.gradient_done.assign(nt, -1);
-  std::vector<bool> data_dependent(nt, false);
-  for (int t : g.inputs) data_dependent[static_cast<size_t>(t)] = true;
+  const std::vector<bool> reads_data_at = data_dependent(g);
   auto producer_recomputes = [&](int t) {
     const int u = s.producer[static_cast<size_t>(t)];
     return u >= 0 && s.nodes[static_cast<size_t>(u)].recompute;
@@ -45,27 +40,20 @@ StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, 
     const Node& n = g.nodes[i];
     const OpDef* def = find_op(n.op_type);
     TO_CHECK(def != nullptr);
-    NodePlan& p = s.nodes[i];
+    NodeSchedule& p = s.nodes[i];
     bool reads_data = false;
-    for (int t : n.inputs) reads_data = reads_data || (t >= 0 && data_dependent[static_cast<size_t>(t)]);
+    for (int t : n.inputs) reads_data = reads_data || (t >= 0 && reads_data_at[static_cast<size_t>(t)]);
     p.recompute = (!recompute.empty() && recompute[i]) || !reads_data;
-    for (int o : n.outputs) {
-      if (o < 0) continue;
-      s.producer[static_cast<size_t>(o)] = static_cast<int>(i);
-      data_dependent[static_cast<size_t>(o)] = reads_data;
-    }
+    for (int o : n.outputs)
+      if (o >= 0) s.producer[static_cast<size_t>(o)] = static_cast<int>(i);
     p.input_grad.assign(n.inputs.size(), false);
-    const bool differentiable = static_cast<bool>(kernels[i]->backward);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int t = n.inputs[k];
       if (t < 0) continue;
       s.last_forward_use[static_cast<size_t>(t)] = static_cast<int>(i);
-      p.input_grad[k] = differentiable && s.requires_grad[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(k));
+      p.input_grad[k] = s.requires_grad[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(k));
       p.backward = p.backward || p.input_grad[k];
       if (p.input_grad[k]) first(s.gradient_done[static_cast<size_t>(t)], i);
-    }
-    for (int o : n.outputs) {
-      if (o >= 0) s.requires_grad[static_cast<size_t>(o)] = p.backward && dtype_is_float(g.tensors[static_cast<size_t>(o)].dtype);
     }
     p.need_input.assign(n.inputs.size(), false);
     p.need_output.assign(n.outputs.size(), false);
@@ -100,4 +88,4 @@ StepPlan plan_step(const Graph& g, const std::vector<const OpKernel*>& kernels, 
   return s;
 }
 
-}  // namespace tensoropt::runtime
+}  // namespace tensoropt
