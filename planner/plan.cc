@@ -17,7 +17,7 @@
 #include "planner/ft/branch.h"
 #include "planner/ft/elimination_order.h"
 #include "planner/ft/ft_bounds.h"
-#include "planner/ft/parallel.h"
+#include "planner/ft/thread_pool.h"
 
 namespace tensoropt::planner {
 
