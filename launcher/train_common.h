@@ -11,7 +11,7 @@
 
 #include "launcher/runtime/allocator.h"
 #include "planner/parallel/cluster.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt {
 

@@ -37,7 +37,7 @@
 #include "planner/parallel/cluster.h"
 #include "planner/compute_model.h"
 #include "planner/ft/ft.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt::planner {
 

@@ -58,7 +58,7 @@
 #include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/step_plan.h"
 #include "launcher/runtime/transition.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt::runtime {
 
