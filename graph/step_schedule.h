@@ -1,5 +1,5 @@
 // The step schedule: what one training step runs, keeps, frees and recomputes, node by node and
-// tensor by tensor. One schedule serves the planner's cost model (planner/space.h: which tensors
+// tensor by tensor. One schedule serves the planner's cost model (planner/space/space.h: which tensors
 // are saved, where gradients are in flight) and both executors (launcher/runtime/executor.h: one
 // device; sharded_executor.h: a worker's shard of a strategy), so what is predicted and what runs
 // keep and regenerate exactly the same tensors.

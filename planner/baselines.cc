@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "planner/search/restricted.h"
+
 namespace tensoropt::planner {
 
 std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,

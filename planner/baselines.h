@@ -14,7 +14,8 @@
 //                   channels) when it has such a configuration, other ops do not split their batch;
 //                   on the outer axis ops split the batch. No recompute, no ZeRO.
 // A baseline whose restriction leaves some variable without a configuration is not reported. In
-// densely connected regions the wide-region restriction of plan.h applies here too.
+// densely connected regions the wide-region restriction of planner/search/restricted.h applies
+// here too.
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
@@ -36,8 +37,8 @@ struct Baseline {
 std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,
                                      const PlanOptions& options);
 
-// A fastest strategy of the restriction (solve_with_fallback, time only; plan.h); nullopt when there
-// is none. Among strategies of equal time FT's order decides, not memory.
+// A fastest strategy of the restriction (solve_with_fallback, time only; search/restricted.h);
+// nullopt when there is none. Among strategies of equal time FT's order decides, not memory.
 std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
                                                    const std::vector<std::vector<int>>& allowed);
 

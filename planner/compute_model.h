@@ -1,7 +1,7 @@
 // Where the time of computation comes from: the cost source interface (DESIGN.md "Cost").
 //
-// The strategy space (planner/space.h) describes the work one device does for one op under one
-// configuration as a ShardWork; a ComputeModel turns it into seconds. AnalyticCompute is the
+// The strategy space (planner/space/space.h) describes the work one device does for one op under
+// one configuration as a ShardWork; a ComputeModel turns it into seconds. AnalyticCompute is the
 // roofline model below; measured profiles (`tensoropt profile`, to come) implement the same
 // interface, keyed on the op, its attributes and its local input shapes.
 //

@@ -17,15 +17,13 @@
 // Points. Each FT point is costed as StrategySpace::cost would (FT's sum of the Problem's costs plus
 // the workspace term); the union over meshes is pruned to the Pareto set (time strictly ascending,
 // memory strictly descending; ties keep the earlier mesh, then FT's order). Deterministic.
-// Wide regions. Densely connected graphs (DenseNet's concatenations: every layer's output read by
-// every later layer of its block) have elimination width ~20, beyond any exact factor. When the
-// elimination order is wider than 8 or promises a factor of more than 65,536 entries, or FT
-// refuses, the variables with more than 6 neighbours (then also their neighbours, then
-// theirs) are restricted to uniform strategies, solved once with every such op data parallel and
-// every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
-// MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
+// Wide regions: a mesh FT refuses as too wide is solved with its densely connected regions
+// restricted to uniform strategies (planner/search/restricted.h), and MeshStats::approximation
+// says so.
 // Errors: InputError for bad options; a mesh that cannot be solved even so is skipped and named
 // in GpuFrontier::skipped, never silently.
+// Code (planner/search/): build_mesh.cc a mesh's space and hull (hull.h), waves.cc the solve order,
+// solve_mesh.cc and recost.cc one mesh's solve and its points' full costs, merge.h the union.
 // Thread-safety: plan_frontier touches only its arguments.
 #pragma once
 
@@ -37,7 +35,7 @@
 #include "planner/parallel/cluster.h"
 #include "planner/compute_model.h"
 #include "planner/ft/ft.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt::planner {
 
@@ -86,18 +84,6 @@ struct GpuFrontier {
   double seconds = 0;                // whole frontier, spaces built and solved
   int64_t peak_bytes = 0;            // largest FT working set of one mesh
 };
-
-// FT over a restriction of a space: allowed[v] lists the configurations variable v may take (all
-// when empty). The points carry full assignments of the space, with the Problem costs FT
-// solved: with `time_only`, one objective (time, memory breaking near-ties at 1e-15 s per byte),
-// so the one point is a fastest strategy (min-plus).
-FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                          const FtOptions& options, bool time_only = false);
-
-// solve_restricted, with the wide-region restriction below when FT refuses; `approximation` is
-// set to what was restricted, left alone when the result is exact.
-FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                             const FtOptions& options, std::string& approximation, bool time_only = false);
 
 // The first (fastest) point of the frontier no slower and no larger than `cost`; -1 when none.
 int dominating_point(const GpuFrontier& frontier, Cost cost);

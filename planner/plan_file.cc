@@ -9,7 +9,7 @@
 
 #include "graph/error.h"
 #include "graph/summary.h"
-#include "planner/ft/parallel.h"
+#include "planner/ft/thread_pool.h"
 #include "planner/sharding.h"
 #include "planner/sharding_json.h"
 #include "planner/strategy_summary.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "planner/parallel/sharding_plan.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt::planner {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt::planner {
 

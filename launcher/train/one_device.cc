@@ -22,7 +22,7 @@
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
 #include "planner/plan_file.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt {
 namespace {

@@ -12,7 +12,7 @@
 #include "graph/units.h"  // bytes_human
 #include "launcher/runtime/allocator.h"
 #include "planner/parallel/cluster.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 
 namespace tensoropt {
 

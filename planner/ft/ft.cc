@@ -17,7 +17,7 @@
 #include "planner/ft/elimination_order.h"
 #include "planner/ft/ft_bounds.h"
 #include "planner/ft/ft_step.h"
-#include "planner/ft/parallel.h"
+#include "planner/ft/thread_pool.h"
 #include "planner/ft/provenance.h"
 #include "planner/ft/step_memo.h"
 

@@ -2,7 +2,7 @@
 // is"): `tensoropt run` on every reference model, on one device with 1 and 2 threads, and on 2
 // workers at the plan's fastest point, its middle one and its smallest; each peak within 10% of
 // what the planner predicts for that strategy (the issues' bound). The prediction is the step's
-// peak as the runtime meets it (planner/space.h, step_peak): activations not yet freed, the
+// peak as the runtime meets it (planner/space/space.h, step_peak): activations not yet freed, the
 // transient of one op's backward or redistribution, the gradients in flight and im2col buffers.
 #include <doctest/doctest.h>
 #include <sys/wait.h>

@@ -6,7 +6,7 @@
 #include "graph/import.h"
 #include "planner/ft/brute_force.h"
 #include "planner/ft/ft.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 #include "tests/onnx_builder.h"
 
 namespace tensoropt::planner {

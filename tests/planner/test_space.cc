@@ -1,17 +1,15 @@
 // The strategy space of real graphs: FT against brute force on small real subgraphs, random
-// strategies against the frontier, data parallelism inside the space for every model, the one-GPU
-// costs against the model summary, and tensors of 2^45 elements on 4,096 GPUs.
+// strategies against the frontier, the one-GPU costs against the model summary, and tensors of
+// 2^45 elements on 4,096 GPUs. The plan over every mesh is tested in test_plan.cc, the baselines
+// in test_baselines.cc, the plan file in test_plan_file.cc.
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "graph/error.h"
 #include "graph/import.h"
 #include "graph/summary.h"
-#include "planner/baselines.h"
 #include "planner/ft/brute_force.h"
 #include "planner/plan.h"
 #include "tests/onnx_builder.h"
@@ -127,43 +125,6 @@ TEST_CASE("strategy space: random strategies never dominate the frontier") {
   CHECK(checked == 2000);
 }
 
-TEST_CASE("strategy space: pure data parallelism is in the space and the frontier dominates it, every model") {
-  std::vector<std::string> models = {"models/resnet18.onnx", "models/resnet50.onnx", "models/vgg16.onnx",
-                                     "models/vit_b_16.onnx", "models/bert_base.onnx", "models/gpt2_small.onnx"};
-  std::ifstream mf(fixture("tests/fixtures/models/manifest.json"));
-  nlohmann::json manifest = nlohmann::json::parse(mf);
-  for (auto it = manifest.begin(); it != manifest.end(); ++it) {
-    if (it.value().contains("expect_error")) continue;
-    models.push_back("tests/fixtures/models/" + it.key() + ".onnx");
-  }
-  for (const std::string& m : models) {
-    CAPTURE(m);
-    Graph g = import_onnx_file(fixture(m), {.batch = 8});
-    AnalyticCompute compute(kH100, Precision::Fp32);
-    PlanOptions o;
-    o.max_mesh_axes = 1;
-    GpuFrontier f = plan_frontier(g, kH100, 2, compute, o);
-    const StrategySpace& space = *f.spaces.at(0);
-    std::vector<std::vector<int>> allowed(space.variables().size());
-    for (size_t v = 0; v < allowed.size(); ++v) {
-      const Variable& var = space.variables()[v];
-      for (size_t k = 0; k < var.configs.size(); ++k) {
-        const VarConfig& c = var.configs[k];
-        bool ok = var.kind != VarKind::Op || (!c.recompute && data_parallel(var, var.op_configs[static_cast<size_t>(c.op_config)]));
-        if (var.kind == VarKind::Parameter) ok = c.zero == 0;
-        if (ok) allowed[v].push_back(static_cast<int>(k));
-      }
-      REQUIRE(!allowed[v].empty());
-    }
-    auto dp = fastest_restricted(space, allowed);
-    REQUIRE(dp);
-    Cost cost = space.cost(*dp);
-    bool dominated = false;
-    for (const PlanPoint& p : f.points) dominated = dominated || weakly_dominates(p.cost, cost);
-    CHECK(dominated);
-  }
-}
-
 namespace {
 
 // The link into `to` (an op variable's name) from `from`, and the terms under the configurations
@@ -224,34 +185,6 @@ TEST_CASE("strategy space: a weight gathered for its product is gathered again f
     CHECK(b[Term::Activations] == 0);
   }
   CHECK(u.time() == f.time());
-}
-
-TEST_CASE("baselines: data parallel and ZeRO-2 store every parameter whole on every device, as DDP does") {
-  // Storing a weight split and gathering it at each use is cheaper for the analytic model on the
-  // cpu cluster: a baseline named data parallel must not drift into it (the DDP benchmark runs it).
-  int checked = 0;
-  for (const char* name : {"tests/fixtures/models/gpt_gelu_tanh.onnx", "tests/fixtures/models/llama_tiny.onnx", "models/resnet18.onnx"}) {
-    Graph g = import_onnx_file(fixture(name), {.batch = 8});
-    for (const char* cluster : {"cpu", "h100-sxm"}) {
-      const Cluster c = load_cluster(cluster);
-      AnalyticCompute compute(c, Precision::Fp32);
-      for (const Baseline& b : find_baselines(g, c, 2, compute, PlanOptions{})) {
-        if (b.name != "data parallel" && b.name != "ZeRO-2") continue;
-        CAPTURE(name);
-        CAPTURE(cluster);
-        CAPTURE(b.name);
-        for (size_t v = 0; v < b.space->variables().size(); ++v) {
-          const Variable& var = b.space->variables()[v];
-          if (var.kind != VarKind::Parameter) continue;
-          const VarConfig& config = var.configs[static_cast<size_t>(b.assignment[v])];
-          CAPTURE(var.name);
-          for (int a = 0; a < config.layout.size(); ++a) CHECK(config.layout[a].is_replicate());
-          ++checked;
-        }
-      }
-    }
-  }
-  CHECK(checked > 100);
 }
 
 TEST_CASE("strategy space: parameters below param_persistence are stored whole, and the frontier only loses their gathers") {
@@ -452,35 +385,3 @@ TEST_CASE("strategy space: WorkspaceScan equals workspace() bit for bit along wa
 
 }  // namespace tensoropt::planner
 
-#include <filesystem>
-
-#include "planner/plan_file.h"
-
-namespace tensoropt::planner {
-
-TEST_CASE("plan file: file_hash is FNV-1a 64 of the bytes (the plan files' basis), read in pieces, refuses an unreadable file") {
-  const auto dir = std::filesystem::temp_directory_path();
-  const auto write = [&](const std::string& name, const std::string& bytes) {
-    const std::string path = (dir / name).string();
-    std::ofstream(path, std::ios::binary) << bytes;
-    return path;
-  };
-  // FNV-1a with the plan files' offset basis (plan_file.h), values computed independently.
-  CHECK(file_hash(write("tensoropt_hash_empty", "")) == "14650fb0739d0383");
-  CHECK(file_hash(write("tensoropt_hash_a", "a")) == "44bd8ad473cd9906");
-  CHECK(file_hash(write("tensoropt_hash_foobar", "foobar")) == "88fad7c0a8ff07f2");
-  // Across the 1 MiB pieces: the same as one pass over every byte.
-  std::string big(3 * (size_t{1} << 20) + 12345, '\0');
-  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>((i * 2654435761u) >> 13);
-  uint64_t h = kModelHashBasis;
-  for (unsigned char c : big) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char want[17];
-  std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(h));
-  CHECK(file_hash(write("tensoropt_hash_big", big)) == std::string(want));
-  CHECK_THROWS_WITH_AS(file_hash((dir / "tensoropt_no_such_file.onnx").string()), doctest::Contains("cannot be read"), InputError);
-}
-
-}  // namespace tensoropt::planner

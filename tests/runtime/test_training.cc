@@ -33,7 +33,7 @@
 #include "launcher/runtime/optimizer.h"
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
-#include "planner/space.h"
+#include "planner/space/space.h"
 #include "tests/runtime/reference.h"
 
 namespace tensoropt {

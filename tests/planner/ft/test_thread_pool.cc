@@ -1,4 +1,4 @@
-// Tests of planner/ft/parallel.h: every index exactly once, on any number of threads, and the first
+// Tests of planner/ft/thread_pool.h: every index exactly once, on any number of threads, and the first
 // exception rethrown.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "planner/ft/parallel.h"
+#include "planner/ft/thread_pool.h"
 
 namespace tensoropt::planner {
 namespace {

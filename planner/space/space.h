@@ -53,6 +53,11 @@
 // ops read, which are tensor variables and never recompute).
 // Graph outputs are read by the loss: held until backward in their layout, partial sums reduced.
 //
+// Code, by concept (planner/space/): terms.h the cost vocabulary (Term, Breakdown); space.cc the
+// constructor and a strategy's cost; variables.cc and links.cc the Problem's nodes and edges;
+// cost_terms.cc and transitions.cc their terms; problem.cc the Problem built from them;
+// schedule.cc, step_peak.cc and workspace_scan.cc the step's peak; peak_bound.cc the peak bound.
+//
 // Thread-safety: immutable after build, but for carry_peak_bound() and drop_peak_bound() (the
 // planner calls them on one thread, before and between solves); const methods safe from many threads.
 // Errors: InputError for a model the space cannot handle (e.g. a tensor with no layout in common, or
@@ -74,33 +79,10 @@
 #include "planner/parallel/op_configs.h"
 #include "planner/ft/problem.h"
 #include "planner/parallel/redistribute.h"
+#include "planner/space/terms.h"
 #include "planner/training.h"
 
 namespace tensoropt::planner {
-
-enum class Purpose : uint8_t { Forward, Backward, Gradient };
-
-// Every term of a cost, seconds first, then bytes.
-enum class Term : uint8_t {
-  ComputeForward, ComputeBackward, Recompute, OptimizerStep,
-  // communication: 3 purposes x 4 collective kinds, in Purpose then StepKind order
-  CommFirst, CommLast = CommFirst + 11,
-  Weights, Gradients, OptimizerState, Activations, DataInputs, Buffers, Workspace,
-  Count
-};
-inline constexpr int kTerms = static_cast<int>(Term::Count);
-Term comm_term(Purpose p, StepKind k);  // REQUIRES: is_collective(k)
-std::string term_name(Term t);          // "compute_forward", "comm_backward_all_gather", "weights", ...
-bool is_time_term(Term t);
-
-struct Breakdown {
-  std::array<double, kTerms> v{};
-  double& operator[](Term t) { return v[static_cast<size_t>(t)]; }
-  double operator[](Term t) const { return v[static_cast<size_t>(t)]; }
-  Breakdown& operator+=(const Breakdown& o);
-  double time() const;    // sum of the time terms
-  double memory() const;  // sum of the memory terms
-};
 
 enum class VarKind : uint8_t { Op, Parameter, Input, Tensor };
 
@@ -247,6 +229,35 @@ class StrategySpace {
   Cost cost(const std::vector<int>& assignment) const;
 
  private:
+  // Building, in the constructor's order: the op variables (node n is variable n), one variable
+  // per parameter, data input and multi-use activation (in tensor order), the links, the op
+  // variables' configurations (whether an op may recompute needs the links), the names, the
+  // step's schedule, then the Problem.
+  using Reads = std::vector<std::pair<int, int>>;  // one tensor's readers: (node, input position)
+  using Uses = std::vector<Reads>;                 // per tensor
+  void add_op_variables(const Uses& uses);                                    // variables.cc
+  Variable op_variable(size_t node, const Uses& uses) const;
+  void add_tensor_variables(const Uses& uses);
+  Variable parameter_variable(size_t tensor, const Reads& reads) const;
+  Variable input_variable(size_t tensor, const Reads& reads) const;
+  Variable tensor_variable(size_t tensor, const Reads& reads) const;
+  // The layouts the readers ask for, each added once; a source's partial sums become replicated.
+  void add_reader_layouts(std::vector<Layout>& layouts, const Reads& reads, bool source) const;
+  // One configuration per layout, and with zero_offered also ZeRO-2 on each a mesh axis replicates.
+  std::vector<VarConfig> layout_configs(const std::vector<Layout>& layouts, bool zero_offered) const;
+  void add_op_configs();
+  void name_variables();
+  void add_links(const Uses& uses);                                           // links.cc
+  void add_reader_links();
+  void add_tensor_variable_links(const Uses& uses);
+  void build_schedule(const Uses& uses);                                      // schedule.cc
+  void add_gradient_flights(const Uses& uses);
+  void add_regenerated_flights();
+  void add_parameter_flights(const Uses& uses);
+  void build_problem();                                                       // problem.cc
+  void add_variable_costs();
+  void add_link_costs(size_t link);
+
   struct CommCost {
     std::array<double, 4> forward{}, backward{};
     double transient_forward = 0, transient_backward = 0;  // transient_bytes of the plan and of its backward plan
@@ -368,6 +379,11 @@ class StrategySpace {
   // a (<= 0: none): the candidates of step_peak() and of WorkspaceScan, computed in one place.
   double var_transient(size_t var, const std::vector<int>& a) const;
   double link_transient(const PeakLink& l, const std::vector<int>& a) const;
+  // carry_peak_bound()'s steps: the link into `op` at position `last` the bound follows (-1: none);
+  // the bound's terms for that link, or for the op, and for the flights across `last`.
+  int peak_bound_link(int op, int last, const std::vector<int>& reference) const;
+  void add_peak_bound_terms(int op, int last, const std::vector<int>& reference);
+  void add_bound_bytes(size_t var, size_t config, double bytes);  // into bound_vars_
   // carry_peak_bound()'s terms as added to the Problem: per variable that has some (a few), its
   // bytes per configuration and the Problem's costs before; per configuration pair of the link
   // bound_link_ (-1: none), and that edge's costs before.

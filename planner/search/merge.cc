@@ -1,0 +1,31 @@
+#include "planner/search/merge.h"
+
+#include <string>
+#include <utility>
+
+#include "graph/error.h"
+#include "planner/plan.h"
+#include "planner/search/mesh_slot.h"
+
+namespace tensoropt::planner {
+
+void merge_meshes(std::vector<MeshSlot>& slots, GpuFrontier& out) {
+  // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
+  std::vector<PlanPoint> all;
+  for (MeshSlot& slot : slots) {
+    if (!slot.skipped.empty()) {
+      out.skipped.push_back(slot.skipped);
+      continue;
+    }
+    out.peak_bytes = std::max(out.peak_bytes, slot.result.stats.peak_bytes);
+    const int index = static_cast<int>(out.spaces.size());
+    for (size_t k = 0; k < slot.result.points.size(); ++k)
+      all.push_back({slot.costs[k], index, std::move(slot.result.points[k].assignment)});
+    out.spaces.push_back(std::move(slot.space));
+    out.meshes.push_back(std::move(slot.stats));
+  }
+  if (out.spaces.empty()) throw InputError("no mesh for " + std::to_string(out.gpus) + " GPUs could be planned: " + out.skipped.front());
+  out.points = pareto_merge(std::move(all));
+}
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,181 @@
+#include "planner/search/restricted.h"
+
+#include <algorithm>
+#include <iterator>
+#include <optional>
+#include <stdexcept>
+#include <utility>
+
+#include "planner/baselines.h"
+#include "planner/search/merge.h"
+
+namespace tensoropt::planner {
+
+namespace {
+
+// Factors over more entries than this are not attempted exactly (each entry holds a frontier).
+constexpr double kMaxExactFactorEntries = 1 << 16;
+// Nor orders this wide: the work per elimination grows with the scope even where few
+// configurations are left (transformers and ResNets have width 2 or 3; DenseNet's blocks ~25).
+constexpr int kMaxExactWidth = 8;
+
+// One objective for a fastest strategy: time, with memory breaking near-ties (1 GiB weighs as
+// much as a microsecond), so a baseline does not keep copies it has no use for.
+Cost time_first(Cost c) { return {c.time + c.memory * 1e-15, 0}; }
+
+// The Problem restricted to `allowed`, and per variable the kept configurations.
+std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const StrategySpace& space,
+                                                                     const std::vector<std::vector<int>>& allowed,
+                                                                     bool time_only) {
+  Narrowed sub = narrow(space.problem(), allowed);
+  if (time_only) {
+    for (auto& costs : sub.problem.node_cost)
+      for (Cost& c : costs) c = time_first(c);
+    for (Problem::Edge& e : sub.problem.edges)
+      for (Cost& c : e.cost) c = time_first(c);
+  }
+  return {std::move(sub.problem), std::move(sub.keep)};
+}
+
+bool tractable(const Problem& p) { return tractable(p, greedy_elimination_order(p)); }
+
+// Configurations of variable v in a uniform family: data parallel (batch) or replicated.
+std::vector<int> family_configs(const StrategySpace& space, int var, bool batch) {
+  const Variable& v = space.variables()[static_cast<size_t>(var)];
+  std::vector<int> out;
+  for (size_t k = 0; k < v.configs.size(); ++k) {
+    const VarConfig& c = v.configs[k];
+    bool ok = false;
+    if (v.kind == VarKind::Op) {
+      const OpConfig& oc = v.op_configs[static_cast<size_t>(c.op_config)];
+      ok = !c.recompute && (batch ? data_parallel(v, oc)
+                                  : std::all_of(oc.axis_dim.begin(), oc.axis_dim.end(), [](int d) { return d < 0; }));
+    } else if (v.kind == VarKind::Parameter) {
+      ok = true;
+    } else {
+      int b = space.graph().tensors[static_cast<size_t>(v.tensor)].batch_axis;
+      Placement want = batch && b >= 0 ? Placement::shard(b) : Placement::replicate();
+      ok = std::all_of(c.layout.placements().begin(), c.layout.placements().end(), [&](const Placement& p) { return p == want; });
+    }
+    if (ok) out.push_back(static_cast<int>(k));
+  }
+  return out;
+}
+
+// Each variable's neighbours in the Problem, sorted, each once.
+std::vector<std::vector<int>> neighbours(const Problem& p) {
+  std::vector<std::vector<int>> adj(static_cast<size_t>(p.num_nodes()));
+  for (const Problem::Edge& e : p.edges) {
+    adj[static_cast<size_t>(e.u)].push_back(e.v);
+    adj[static_cast<size_t>(e.v)].push_back(e.u);
+  }
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+  }
+  return adj;
+}
+
+// `allowed` with every wide variable narrowed to its uniform family (data parallel with `batch`,
+// else replicated); `restricted` counts the variables narrowed.
+std::vector<std::vector<int>> uniform_restriction(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                                                  const std::vector<bool>& wide, bool batch, int& restricted) {
+  const int n = space.problem().num_nodes();
+  std::vector<std::vector<int>> narrowed = allowed;
+  narrowed.resize(static_cast<size_t>(n));
+  restricted = 0;
+  for (int v = 0; v < n; ++v) {
+    if (!wide[static_cast<size_t>(v)]) continue;
+    std::vector<int> family = family_configs(space, v, batch);
+    auto& a = narrowed[static_cast<size_t>(v)];
+    if (!a.empty()) {
+      std::vector<int> both;
+      std::set_intersection(a.begin(), a.end(), family.begin(), family.end(), std::back_inserter(both));
+      family = both;
+    }
+    if (family.empty()) continue;  // nothing uniform to restrict it to: left as it was
+    a = family;
+    ++restricted;
+  }
+  return narrowed;
+}
+
+// The union of the two uniform restrictions' frontiers; nullopt when FT refuses both.
+std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                                      const std::vector<bool>& wide, const FtOptions& ft, std::string& approximation,
+                                      bool time_only) {
+  std::vector<FrontierPoint> all;
+  FtStats stats;
+  int restricted = 0;
+  for (bool batch : {true, false}) {
+    const std::vector<std::vector<int>> narrowed = uniform_restriction(space, allowed, wide, batch, restricted);
+    try {
+      if (!tractable(restricted_problem(space, narrowed, time_only).first)) continue;
+      FtResult r = solve_restricted(space, narrowed, ft, time_only);  // FtMemoryLimit propagates
+      stats.seconds += r.stats.seconds;
+      stats.peak_bytes = std::max(stats.peak_bytes, r.stats.peak_bytes);
+      stats.width = std::max(stats.width, r.stats.width);
+      for (FrontierPoint& q : r.points) all.push_back(std::move(q));
+    } catch (const FtMemoryLimit&) {
+      throw;
+    } catch (const std::length_error&) {
+    }
+  }
+  if (all.empty()) return std::nullopt;
+  approximation = "approximate: " + std::to_string(restricted) +
+                  " variables of densely connected regions restricted to uniform data-parallel or replicated strategies";
+  FtResult out;
+  out.stats = stats;
+  out.points = pareto_merge(std::move(all));
+  return out;
+}
+
+}  // namespace
+
+bool tractable(const Problem& p, const EliminationOrder& order) {
+  double largest = 0;
+  for (const auto& scope : order.scopes) {
+    double entries = 1;
+    for (int v : scope) entries *= p.num_configs(v);
+    largest = std::max(largest, entries);
+  }
+  return largest <= kMaxExactFactorEntries && (order.width <= kMaxExactWidth || largest <= 64);
+}
+
+FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                          const FtOptions& options, bool time_only) {
+  auto [sub, keep] = restricted_problem(space, allowed, time_only);
+  FtResult r = solve_ft(sub, options);
+  for (FrontierPoint& p : r.points)
+    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
+  return r;
+}
+
+FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                             const FtOptions& ft, std::string& approximation, bool time_only) {
+  try {
+    // Refuse at once when the elimination order promises a factor beyond the budget, rather than
+    // after building the factors that precede it.
+    if (!tractable(restricted_problem(space, allowed, time_only).first)) throw std::length_error("elimination width");
+    return solve_restricted(space, allowed, ft, time_only);
+  } catch (const FtMemoryLimit&) {
+    throw;  // restricting wide regions is for wide orders, not for big frontiers
+  } catch (const std::length_error&) {
+    const std::vector<std::vector<int>> adj = neighbours(space.problem());
+    std::vector<bool> wide(adj.size(), false);
+    for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;
+    for (int ring = 0; ring < 3; ++ring) {
+      if (ring > 0) {
+        std::vector<bool> grown = wide;
+        for (size_t v = 0; v < adj.size(); ++v)
+          if (wide[v])
+            for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
+        wide = grown;
+      }
+      if (std::optional<FtResult> r = solve_uniform(space, allowed, wide, ft, approximation, time_only)) return std::move(*r);
+    }
+    throw;
+  }
+}
+
+}  // namespace tensoropt::planner

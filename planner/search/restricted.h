@@ -1,0 +1,43 @@
+// FT over a restriction of a strategy space (some variables limited to some of their
+// configurations), and the fallback when FT refuses a space as too wide. The planner solves every
+// mesh with these (planner/plan.h), the baselines their restrictions (planner/baselines.h).
+//
+// Wide regions. Densely connected graphs (DenseNet's concatenations: every layer's output read by
+// every later layer of its block) have elimination width ~20, beyond any exact factor. When the
+// elimination order is wider than 8 or promises a factor of more than 65,536 entries, or FT
+// refuses, the variables with more than 6 neighbours (then also their neighbours, then
+// theirs) are restricted to uniform strategies, solved once with every such op data parallel and
+// every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
+// MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
+// Errors: FtMemoryLimit propagates (restricting wide regions is for wide orders, not for big
+// frontiers); std::length_error when even the restricted space is refused.
+// Thread-safety: pure functions of their arguments.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "planner/ft/elimination_order.h"
+#include "planner/ft/ft.h"
+#include "planner/space/space.h"
+
+namespace tensoropt::planner {
+
+// Whether FT may be tried exactly on `p`, eliminated in `order`: no factor above
+// kMaxExactFactorEntries entries and an order no wider than kMaxExactWidth, unless no factor
+// exceeds 64 entries.
+bool tractable(const Problem& p, const EliminationOrder& order);
+
+// FT over a restriction of a space: allowed[v] lists the configurations variable v may take (all
+// when empty). The points carry full assignments of the space, with the Problem costs FT
+// solved: with `time_only`, one objective (time, memory breaking near-ties at 1e-15 s per byte),
+// so the one point is a fastest strategy (min-plus).
+FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                          const FtOptions& options, bool time_only = false);
+
+// solve_restricted, with the wide-region restriction above when FT refuses; `approximation` is
+// set to what was restricted, left alone when the result is exact.
+FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                             const FtOptions& options, std::string& approximation, bool time_only = false);
+
+}  // namespace tensoropt::planner

@@ -1,0 +1,141 @@
+// One mesh's solve: FT exact where the space is tractable, else the wide-region fallback; thinned
+// to epsilon 0.01 when the exact frontier passes the planner memory limit; solved again without
+// the peak bound when a point's peak lies elsewhere.
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "planner/ft/branch.h"
+#include "planner/search/mesh_slot.h"
+#include "planner/search/restricted.h"
+
+namespace tensoropt::planner {
+
+namespace {
+
+// The epsilon a mesh is solved with when its exact frontier passes the planner memory limit.
+constexpr double kFallbackEpsilon = 0.01;
+
+std::string format_epsilon(double e) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", e);
+  return text;
+}
+
+// A byte count for a message: "2.00 GiB", "4.00 MiB", "100.00 KiB".
+std::string format_bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  char text[64];
+  if (b >= 0x1p30) std::snprintf(text, sizeof text, "%.2f GiB", b / 0x1p30);
+  else if (b >= 0x1p20) std::snprintf(text, sizeof text, "%.2f MiB", b / 0x1p20);
+  else std::snprintf(text, sizeof text, "%.2f KiB", b / 0x1p10);
+  return text;
+}
+
+// A tractable space is solved as built, in the order and with the bounds computed with it; else,
+// or when a factor would pass max_factor_points, by the wide-region fallback.
+FtResult solve_once(const MeshSlot& slot, FtOptions ft, std::string& approximation) {
+  if (slot.exact) {
+    ft.order = slot.order;
+    ft.bounds = slot.bounds;
+    try {
+      return solve_ft_branched(slot.space->problem(), ft);
+    } catch (const FtMemoryLimit&) {
+      throw;
+    } catch (const std::length_error&) {
+    }
+  }
+  ft.order = nullptr;
+  ft.bounds = nullptr;
+  return solve_with_fallback(*slot.space, {}, ft, approximation);
+}
+
+// slot.result from solve_once, thinned when the exact frontier is too big; false, with
+// slot.skipped saying why, when the mesh cannot be solved.
+bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
+  MeshStats& ms = slot.stats;
+  try {
+    try {
+      slot.result = solve_once(slot, ft, ms.approximation);
+    } catch (const FtMemoryLimit&) {
+      if (ft.epsilon > 0) throw;
+      // An exact frontier this big has its points microseconds apart: thin it, and say so.
+      ft.epsilon = kFallbackEpsilon;
+      slot.result = solve_once(slot, ft, ms.approximation);
+      ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
+                         " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
+                         (ms.approximation.empty() ? "" : "; " + ms.approximation);
+    }
+  } catch (const FtMemoryLimit&) {
+    slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + format_bytes(max_bytes) +
+                   " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
+    return false;
+  } catch (const std::length_error& e) {
+    slot.skipped = slot.space->mesh().str() + ": " + e.what();
+    return false;
+  }
+  return true;
+}
+
+// One solve; false when FT carried the peak bound and a point's peak lies elsewhere, so that
+// the frontier may miss strategies (see solve_mesh) and the mesh is solved again without it.
+bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, double seconds_before,
+             const SolveContext& context) {
+  const PlanOptions& options = context.options;
+  const StrategySpace& space = *slot.space;
+  const std::string label = std::to_string(context.gpus) + " GPUs, mesh " + space.mesh().str();
+  FtOptions ft;
+  ft.epsilon = options.epsilon;
+  ft.max_factor_points = options.max_factor_points;
+  ft.max_bytes = max_bytes;
+  // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
+  // one of a wave finishes early the others take its cores.
+  ft.known = slot.hull.costs;
+  const double floor = space.workspace_floor();
+  for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
+  double last = -1;
+  if (options.progress) {
+    ft.progress = [&](const FtProgress& p) {
+      if (p.seconds - last < 0.5 && p.eliminated != p.total) return;
+      last = p.seconds;
+      std::lock_guard<std::mutex> hold(context.progress_lock);
+      options.progress(label + ": " + std::to_string(p.eliminated) + "/" + std::to_string(p.total) + " variables, " +
+                       std::to_string(p.factor_bytes >> 20) + " MiB");
+    };
+  }
+  if (!solve_or_skip(slot, std::move(ft), max_bytes)) return true;
+  if (!recost(slot, floor)) return false;
+  MeshStats& ms = slot.stats;
+  ms.ft = slot.result.stats;
+  ms.ft.seconds += seconds_before;
+  ms.peak_exact = space.peak_bound_carried();
+  return true;
+}
+
+}  // namespace
+
+void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, const SolveContext& context) {
+  StrategySpace& space = *slot.space;
+  MeshStats& ms = slot.stats;
+  ms.mesh = space.mesh().str();
+  ms.variables = static_cast<int>(space.variables().size());
+  for (const Variable& v : space.variables()) ms.configurations += static_cast<int64_t>(v.configs.size());
+  // With the peak bound carried, FT is exact for time and summed memory plus the bound; when
+  // every point it returns has its whole workspace in the bound (checked in recost, for each point
+  // the re-costing examines), every strategy is dominated by a reported one in the full memory
+  // too: a strategy s has an FT point q no slower with q's sum plus bound at most s's, which is
+  // at most s's full memory, and q's full memory is its sum plus bound. Else the bound is
+  // dropped and the mesh solved on the summed memory, as without it.
+  if (!attempt(slot, found, max_bytes, 0, context)) {
+    const double seconds_before = slot.result.stats.seconds;
+    space.drop_peak_bound();
+    slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(space.problem(), *slot.order)) : nullptr;
+    slot.costs.clear();
+    ms.approximation.clear();
+    attempt(slot, found, max_bytes, seconds_before, context);
+  }
+}
+
+}  // namespace tensoropt::planner
