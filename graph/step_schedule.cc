@@ -28,7 +28,9 @@ StepSchedule step_schedule(const Graph& g, bool input_gradients, const std::vect
   s.last_backward_use.assign(nt, -1);
   s.earliest_need.assign(nt, -1);
   s.gradient_done.assign(nt, -1);
-  const std::vector<bool> reads_data_at = data_dependent(g);
+  s.gradient_start.assign(nt, -1);
+  s.data_dependent = data_dependent(g);
+  const std::vector<bool>& reads_data_at = s.data_dependent;
   auto producer_recomputes = [&](int t) {
     const int u = s.producer[static_cast<size_t>(t)];
     return u >= 0 && s.nodes[static_cast<size_t>(u)].recompute;
@@ -53,7 +55,10 @@ StepSchedule step_schedule(const Graph& g, bool input_gradients, const std::vect
       s.last_forward_use[static_cast<size_t>(t)] = static_cast<int>(i);
       p.input_grad[k] = s.requires_grad[static_cast<size_t>(t)] && !listed(def->nondiff_inputs, static_cast<int>(k));
       p.backward = p.backward || p.input_grad[k];
-      if (p.input_grad[k]) first(s.gradient_done[static_cast<size_t>(t)], i);
+      if (p.input_grad[k]) {
+        first(s.gradient_done[static_cast<size_t>(t)], i);
+        s.gradient_start[static_cast<size_t>(t)] = static_cast<int>(i);
+      }
     }
     p.need_input.assign(n.inputs.size(), false);
     p.need_output.assign(n.outputs.size(), false);

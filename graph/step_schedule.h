@@ -40,6 +40,10 @@ struct StepSchedule {
   std::vector<int> last_backward_use;    // per tensor: the earliest node that keeps it, or -1
   std::vector<int> earliest_need;        // per tensor: the earliest node whose backward (or rerun) reads it, or -1
   std::vector<int> gradient_done;        // per tensor: the earliest node whose backward adds to its gradient, or -1
+                                         // (backward runs in reverse: its gradient is complete there)
+  std::vector<int> gradient_start;       // per tensor: the latest node whose backward adds to its gradient, or -1
+                                         // (where its first addend is made)
+  std::vector<bool> data_dependent;      // per tensor: a data input or computed from one (else model state)
 };
 
 // Input k of a node takes a gradient when the tensor requires one and the catalogue does not list

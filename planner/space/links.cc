@@ -7,13 +7,10 @@
 
 namespace tensoropt::planner {
 
-namespace {
-
-bool contains(const std::vector<Saved>& saved, int tensor) {
-  return std::any_of(saved.begin(), saved.end(), [&](const Saved& s) { return s.tensor == tensor; });
+bool StrategySpace::keeps_output(int node, int slot) const {
+  const int t = graph_->nodes[static_cast<size_t>(node)].outputs[static_cast<size_t>(slot)];
+  return schedule_.nodes[static_cast<size_t>(node)].need_output[static_cast<size_t>(slot)] && schedule_.data_dependent[static_cast<size_t>(t)];
 }
-
-}  // namespace
 
 void StrategySpace::add_links(const Uses& uses) {
   add_reader_links();
@@ -28,7 +25,6 @@ void StrategySpace::add_links(const Uses& uses) {
 
 void StrategySpace::add_reader_links() {
   const Graph& g = *graph_;
-  const std::vector<bool> data_dependent = tensoropt::data_dependent(g);
   for (size_t n = 0; n < g.nodes.size(); ++n) {
     const Node& node = g.nodes[n];
     for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -39,10 +35,13 @@ void StrategySpace::add_reader_links() {
       l.to = static_cast<int>(n);
       l.to_slot = static_cast<int>(i);
       l.tensor = t;
-      l.gradient = node_costs_[n].input_grad[i];
-      l.to_keeps = contains(node_costs_[n].saved, t);
-      l.to_rereads = std::find(node_costs_[n].state_read.begin(), node_costs_[n].state_read.end(), t) != node_costs_[n].state_read.end();
-      l.state = !data_dependent[static_cast<size_t>(t)];
+      // What the reader's backward reads (graph/step_schedule.h): a data-dependent input it keeps,
+      // model state it reads again.
+      const NodeSchedule& reader = schedule_.nodes[n];
+      l.gradient = reader.input_grad[i];
+      l.state = !schedule_.data_dependent[static_cast<size_t>(t)];
+      l.to_keeps = reader.need_input[i] && !l.state;
+      l.to_rereads = reader.need_input[i] && l.state;
       if (tensor_var_[static_cast<size_t>(t)] >= 0) {
         l.from = tensor_var_[static_cast<size_t>(t)];
       } else if (tensor.kind == TensorKind::Activation) {
@@ -53,7 +52,7 @@ void StrategySpace::add_reader_links() {
       if (tensor.kind == TensorKind::Activation && l.from == tensor.producer) {
         const Node& p = g.nodes[static_cast<size_t>(tensor.producer)];
         l.from_slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
-        l.from_keeps = contains(node_costs_[static_cast<size_t>(tensor.producer)].saved, t);
+        l.from_keeps = keeps_output(tensor.producer, l.from_slot);
       }
       links_.push_back(l);
     }
@@ -73,8 +72,8 @@ void StrategySpace::add_tensor_variable_links(const Uses& uses) {
     l.from_slot = static_cast<int>(std::find(pn.outputs.begin(), pn.outputs.end(), static_cast<int>(t)) - pn.outputs.begin());
     l.to = tv;
     l.tensor = static_cast<int>(t);
-    l.from_keeps = contains(node_costs_[static_cast<size_t>(p)].saved, static_cast<int>(t));
-    for (auto [n, i] : uses[t]) l.gradient = l.gradient || node_costs_[static_cast<size_t>(n)].input_grad[static_cast<size_t>(i)];
+    l.from_keeps = keeps_output(p, l.from_slot);
+    for (auto [n, i] : uses[t]) l.gradient = l.gradient || schedule_.nodes[static_cast<size_t>(n)].input_grad[static_cast<size_t>(i)];
     links_.push_back(l);
   }
 }

@@ -10,7 +10,7 @@
 
 namespace tensoropt::planner {
 
-void StrategySpace::build_schedule(const Uses& uses) {
+void StrategySpace::build_schedule() {
   // The step's schedule (step_peak): where each variable's holdings are freed, where each link's
   // redistribution runs, and which gradients are in flight across which ops.
   position_.assign(vars_.size(), -1);
@@ -28,9 +28,9 @@ void StrategySpace::build_schedule(const Uses& uses) {
     int& first = position_[static_cast<size_t>(l.from)];
     if (from.kind == VarKind::Parameter && to.kind == VarKind::Op) first = first < 0 ? to.node : std::min(first, to.node);
   }
-  add_gradient_flights(uses);
+  add_gradient_flights();
   add_regenerated_flights();
-  add_parameter_flights(uses);
+  add_parameter_flights();
   // Bytes that step_peak reads for every strategy, per configuration: each link's tensor in its
   // writer's and its reader's layout, each flight's gradient (step_peak runs once per frontier
   // point, so these are looked up rather than recomputed from shapes).
@@ -49,16 +49,16 @@ void StrategySpace::build_schedule(const Uses& uses) {
       flight_bytes_[f].push_back(flight_bytes_of(flights_[f], static_cast<int>(k)));
 }
 
-void StrategySpace::add_gradient_flights(const Uses& uses) {
+void StrategySpace::add_gradient_flights() {
   const Graph& g = *graph_;
   for (size_t node = 0; node < g.nodes.size(); ++node) {
     const std::vector<int>& outs = g.nodes[node].outputs;
     for (size_t o = 0; o < outs.size(); ++o) {
       const int t = outs[o];
       if (t < 0 || !requires_grad_[static_cast<size_t>(t)]) continue;
-      int last = is_output_[static_cast<size_t>(t)] ? static_cast<int>(g.nodes.size()) : -1;  // the loss reads it last
-      for (auto [reader, slot] : uses[static_cast<size_t>(t)])
-        if (node_costs_[static_cast<size_t>(reader)].input_grad[static_cast<size_t>(slot)]) last = std::max(last, reader);
+      // From its first addend (graph/step_schedule.h; the loss makes a graph output's, after the
+      // last node) to its producer's backward.
+      const int last = is_output_[static_cast<size_t>(t)] ? static_cast<int>(g.nodes.size()) : schedule_.gradient_start[static_cast<size_t>(t)];
       if (last > static_cast<int>(node) + 1) flights_.push_back({static_cast<int>(node), static_cast<int>(o), t, static_cast<int>(node) + 1, last});
     }
   }
@@ -86,16 +86,13 @@ void StrategySpace::add_regenerated_flights() {
   }
 }
 
-void StrategySpace::add_parameter_flights(const Uses& uses) {
+void StrategySpace::add_parameter_flights() {
   param_flight_.assign(vars_.size(), -1);
   for (size_t i = 0; i < vars_.size(); ++i) {
     if (vars_[i].kind != VarKind::Parameter) continue;
-    int first = -1, last = -1;
-    for (auto [reader, slot] : uses[static_cast<size_t>(vars_[i].tensor)]) {
-      if (!node_costs_[static_cast<size_t>(reader)].input_grad[static_cast<size_t>(slot)]) continue;
-      first = first < 0 ? reader : std::min(first, reader);
-      last = std::max(last, reader);
-    }
+    // From its first addend to the reader where it is complete (graph/step_schedule.h).
+    const auto t = static_cast<size_t>(vars_[i].tensor);
+    const int first = schedule_.gradient_done[t], last = schedule_.gradient_start[t];
     if (last > first) {
       param_flight_[i] = static_cast<int>(flights_.size());
       flights_.push_back({static_cast<int>(i), -1, vars_[i].tensor, first, last});

@@ -37,14 +37,15 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   check_sizes_fit(g, mesh_, options_.training);
   node_costs_ = tensoropt::node_costs(g);
   // Ops computing model state alone whose result a backward reads (a transposed weight): the
-  // runtime does not keep it, and runs the op again there (launcher/runtime/step_plan.h).
+  // runtime does not keep it, and runs the op again there (graph/step_schedule.h).
   reruns_.assign(g.nodes.size(), false);
   for (const NodeCost& c : node_costs_)
     for (int t : c.state_read) {
       const int p = g.tensors[static_cast<size_t>(t)].producer;
       if (p >= 0) reruns_[static_cast<size_t>(p)] = true;
     }
-  requires_grad_ = requires_grad(g);
+  schedule_ = step_schedule(g, /*input_gradients=*/false, /*recompute=*/{});
+  requires_grad_ = schedule_.requires_grad;
   is_output_.assign(g.tensors.size(), false);
   for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;
   const Uses uses = tensor_uses(g);
@@ -55,7 +56,7 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   add_links(uses);
   add_op_configs();  // recompute needs the links
   name_variables();
-  build_schedule(uses);
+  build_schedule();
   build_problem();
 }
 

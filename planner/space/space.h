@@ -74,6 +74,7 @@
 #include <vector>
 
 #include "graph/ir.h"
+#include "graph/step_schedule.h"
 #include "graph/summary.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/op_configs.h"
@@ -250,10 +251,10 @@ class StrategySpace {
   void add_links(const Uses& uses);                                           // links.cc
   void add_reader_links();
   void add_tensor_variable_links(const Uses& uses);
-  void build_schedule(const Uses& uses);                                      // schedule.cc
-  void add_gradient_flights(const Uses& uses);
+  void build_schedule();                                                      // schedule.cc
+  void add_gradient_flights();
   void add_regenerated_flights();
-  void add_parameter_flights(const Uses& uses);
+  void add_parameter_flights();
   void build_problem();                                                       // problem.cc
   void add_variable_costs();
   void add_link_costs(size_t link);
@@ -288,6 +289,10 @@ class StrategySpace {
   const ComputeModel* compute_;
   SpaceOptions options_;
   std::vector<NodeCost> node_costs_;
+  // What the step keeps and when gradients are made and complete, without recompute
+  // (graph/step_schedule.h, the executors' schedule); configurations that recompute change it as
+  // the schedule's recompute rules say (space.h "Recompute").
+  StepSchedule schedule_;
   std::vector<bool> reruns_;          // per node: computes model state a backward reads; run again there
   std::vector<bool> requires_grad_;
   std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
@@ -349,6 +354,8 @@ class StrategySpace {
   // model-state tensor (never held from forward to backward) where the reader's backward or rerun
   // reads it again, as FSDP gathers a sharded weight twice.
   bool regathers(const Link& l, int from_config, int to_config) const;
+  // Whether node's output `slot` is kept for its own backward (an activation, not model state).
+  bool keeps_output(int node, int slot) const;
   mutable std::vector<CommCost> comm_values_;  // written only while building
   mutable std::unordered_map<TransitionKey, int32_t, TransitionKeyHash> comm_cache_;  // -> comm_values_
   mutable std::unordered_map<Layout, int32_t, LayoutHash> layout_ids_;
