@@ -13,13 +13,19 @@
 #include <string>
 #include <thread>
 
-#include "graph/error.h"
 #include "planner/ft/elimination_order.h"
 #include "planner/ft/ft_bounds.h"
 #include "planner/ft/ft_step.h"
 #include "planner/ft/thread_pool.h"
 #include "planner/ft/provenance.h"
 #include "planner/ft/step_memo.h"
+
+// The engine's invariants: a violation is a bug here. It throws std::logic_error with the file and
+// line (the engine knows nothing of the project's error types; callers report it as internal).
+#define FT_CHECK(cond)                                                                                          \
+  do {                                                                                                          \
+    if (!(cond)) throw std::logic_error(std::string(__FILE__ ":") + std::to_string(__LINE__) + ": check failed: " #cond); \
+  } while (0)
 
 namespace tensoropt::planner {
 namespace {
@@ -144,7 +150,7 @@ class Eliminator {
     }
     std::sort(held.begin(), held.end());
     held.erase(std::unique(held.begin(), held.end()), held.end());
-    TO_CHECK(!consumed.empty() && held == scope);
+    FT_CHECK(!consumed.empty() && held == scope);
     // Smallest frontiers first: the prefix folds shared between entries stay small and the big
     // factor is the last cell, whose sums union_of_sums visits lazily.
     std::stable_sort(consumed.begin(), consumed.end(), [&](int a, int b) {
@@ -234,10 +240,10 @@ class Eliminator {
           continue;
         }
         const auto it = std::lower_bound(st.scope.begin(), st.scope.end(), f.scope[p]);
-        TO_CHECK(it != st.scope.end() && *it == f.scope[p]);
+        FT_CHECK(it != st.scope.end() && *it == f.scope[p]);
         st.stride_of[j][static_cast<size_t>(it - st.scope.begin())] = f.stride[p];
       }
-      TO_CHECK(st.stride_x[j] >= 0);
+      FT_CHECK(st.stride_x[j] >= 0);
     }
     st.split = std::max<size_t>(1, m - 1);
     std::vector<bool> in_prefix(st.scope.size(), false);
@@ -610,7 +616,7 @@ class Eliminator {
     Frontier total = Frontier::zero();
     for (int id : finished_) {
       const Factor& f = factors_[static_cast<size_t>(id)];
-      TO_CHECK(f.live && f.entries() == 1);
+      FT_CHECK(f.live && f.entries() == 1);
       const Points cell = f.cell(0);
       total = minkowski_sum(total, Frontier::from_sorted({cell.begin(), cell.end()}),
                             [this](Handle l, Handle r) { return combine(l, r); });
@@ -634,7 +640,7 @@ class Eliminator {
     parallel_for(points.size(), [&](size_t k) {
       std::vector<int> a(n, -1);
       arena_.rebuild(points[k].handle, a);
-      for (int c : a) TO_CHECK(c >= 0);
+      for (int c : a) FT_CHECK(c >= 0);
       costed[k] = {detail::evaluate_unchecked(problem_, a), static_cast<Handle>(k)};
       assignments[k] = std::move(a);
     }, points.size() * n >= kParallelRebuild ? static_cast<size_t>(threads_) : 1);
