@@ -1,4 +1,4 @@
-// Where the time of computation comes from: the cost source interface (DESIGN.md "Cost").
+// Where the time of computation comes from: the cost source interface (docs/design.md "Cost").
 //
 // The strategy space (planner/space/space.h) describes the work one device does for one op under
 // one configuration as a ShardWork; a ComputeModel turns it into seconds. AnalyticCompute is the

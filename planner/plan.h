@@ -1,5 +1,5 @@
 // The frontier for one GPU count: every candidate mesh's strategy space solved by FT, merged into
-// one Pareto frontier (DESIGN.md "FT"), plus the baselines a user compares against.
+// one Pareto frontier (docs/design.md "FT (frontier tracking)"), plus the baselines a user compares against.
 //
 // Meshes. For N GPUs the candidates are DeviceMesh::for_cluster(cluster, N).factorizations(
 // max_mesh_axes): [N] and every ordered split into up to max_mesh_axes axes of size >= 2 (8 GPUs,
@@ -71,7 +71,7 @@ struct MeshStats {
   std::string approximation;
   // FT carried the step's peak at the last op (StrategySpace::carry_peak_bound) and every point
   // it returned had its whole workspace in that bound: the mesh's frontier is exact for the full
-  // memory, workspace included, not only for the summed terms (docs/cost-model.md "Workspace").
+  // memory, workspace included, not only for the summed terms (docs/search.md "The peak bound").
   bool peak_exact = false;
 };
 

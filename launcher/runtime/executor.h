@@ -1,4 +1,4 @@
-// The executor: one training step of an imported graph on one backend (DESIGN.md "Runtime").
+// The executor: one training step of an imported graph on one backend (docs/design.md "Runtime").
 //
 // Forward runs the nodes in order with the backend's kernels. What each node keeps for backward
 // comes from the op catalogue (OpDef::saved, for the inputs that take a gradient), so the

@@ -1,4 +1,4 @@
-// ShardedExecutor: one worker's training step of a strategy on a device mesh (DESIGN.md "Runtime";
+// ShardedExecutor: one worker's training step of a strategy on a device mesh (docs/design.md "Runtime";
 // issue 13). Every op runs its configuration on this worker's local shards with the backend's
 // kernels; every layout transition is run_transition (transition.h) of the plan that
 // planner/parallel/redistribute.h returns, the one the planner costs, and backward moves each

@@ -1,4 +1,4 @@
-// FT with branching on the carried node, and whole-Problem dominance proofs (DESIGN.md "FT").
+// FT with branching on the carried node, and whole-Problem dominance proofs (docs/design.md "FT (frontier tracking)").
 //
 // Why. Around a cycle one node stays in the scope of every factor from both ends of the cycle to
 // where they meet (ft.h, elimination_order.h): GPT-2's tied embedding, whose Transpose is in

@@ -1,4 +1,4 @@
-// Two-objective Pareto frontiers of (time, memory) costs and their algebra (DESIGN.md "FT").
+// Two-objective Pareto frontiers of (time, memory) costs and their algebra (docs/design.md "FT (frontier tracking)").
 //
 // A Frontier is a value: a list of mutually non-dominated points sorted by time strictly
 // ascending, so memory strictly descending. Every way of building one either establishes that

@@ -1,5 +1,5 @@
 // FT (frontier tracking): the exact Pareto frontier of a Problem's strategy costs, by variable
-// elimination with frontier-valued factors (DESIGN.md "FT").
+// elimination with frontier-valued factors (docs/design.md "FT (frontier tracking)").
 //
 // A factor maps each assignment of its scope (a few nodes) to a Frontier. The initial factors are
 // one per node and one per edge. Eliminating node x takes every factor whose scope holds x, for

@@ -1,4 +1,4 @@
-// Scalar companions of FT on the same elimination order (DESIGN.md "FT"): exact single-objective
+// Scalar companions of FT on the same elimination order (docs/design.md "FT (frontier tracking)"): exact single-objective
 // minima, cheap next to the frontier-valued elimination, that let FT leave out partial strategies
 // no completion of which can reach the frontier.
 //

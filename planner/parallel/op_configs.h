@@ -1,4 +1,4 @@
-// The parallel configurations of one op on a device mesh (DESIGN.md "Mesh and layout").
+// The parallel configurations of one op on a device mesh (docs/design.md "Mesh and layout").
 //
 // A configuration assigns to every mesh axis one dimension of the op's iteration space
 // (graph/op_catalogue.h: op_space) to split, or none (the axis replicates the op's work). That fixes

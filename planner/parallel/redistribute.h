@@ -1,5 +1,5 @@
 // THE layout transition function: the one source of truth for what moves between devices when a
-// tensor changes layout (DESIGN.md). The planner costs exactly these steps (collectives.h); the
+// tensor changes layout (docs/design.md). The planner costs exactly these steps (collectives.h); the
 // runtime will execute exactly these steps. A plan is data: no executor lives here.
 //
 // Per mesh axis, every legal transition and the one step it becomes (the only copy of this table):
@@ -114,7 +114,7 @@ bool fits_on_mesh(const Shape& shape, int dtype_bytes, const DeviceMesh& mesh);
 Placement gradient_placement(const Placement& p);
 Layout gradient_layout(const Layout& l);
 
-// ZeRO-2 (docs/cost-model.md "ZeRO"), as the planner costs it and the runtime runs it: a parameter
+// ZeRO-2 (docs/cost-model.md "Communication"), as the planner costs it and the runtime runs it: a parameter
 // stored in `storage` keeps its local shard, flattened, split over the mesh axes that replicate it
 // (S(0) of the flat vector, nested ceil chunks). Layouts of that flat vector: its gradient's addends
 // (P on those axes), this device's chunk (S(0) on them) and the gathered vector (R); the axes that

@@ -1,5 +1,5 @@
 // ShardingPlan: what one plan point asks of every worker, the contract between the planner and the
-// runtime (DESIGN.md "Runtime"). The planner's search (planner/space/space.h) chooses one configuration
+// runtime (docs/design.md "Runtime"). The planner's search (planner/space/space.h) chooses one configuration
 // per strategy variable; the runtime never sees those variables, only this value: per node the
 // layouts its configuration reads and writes and whether it recomputes, per tensor where its value
 // lives ("home") and whether it is a parameter kept under ZeRO-2.

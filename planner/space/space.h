@@ -1,4 +1,4 @@
-// The strategy space of one model on one device mesh, as an FT Problem (DESIGN.md "Cost").
+// The strategy space of one model on one device mesh, as an FT Problem (docs/design.md "Cost").
 //
 // Variables (the Problem's nodes), one per:
 //   op         every graph node; configurations = enumerate_configs (planner/parallel/op_configs.h), each
@@ -32,7 +32,7 @@
 // plus one term outside the sum, workspace(): what the step's peak adds to the summed memory (the
 // transient of one op's backward, redistribution or gradient synchronisation, with the gradients in
 // flight, less the activations the backward has freed by then), added to a strategy's memory after
-// FT (see docs/cost-model.md). Part of it can be carried by FT: carry_peak_bound() adds to the
+// FT (docs/cost-model.md "Workspace: the step's peak"). Part of it can be carried by FT (docs/search.md "The peak bound"): carry_peak_bound() adds to the
 // Problem's memory a lower bound of the workspace that is a sum over variables and one link (the
 // peak at the last op's backward, where nothing has been freed yet); cost() then takes it off again.
 //

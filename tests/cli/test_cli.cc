@@ -246,7 +246,7 @@ TEST_CASE("cli: a big exact frontier comes with the hint to use --epsilon, which
   REQUIRE(thinned.code == 0);
   CHECK_FALSE(has(thinned.out, "note: the exact frontier"));
   const auto points = [](const std::string& out) { return std::stol(out.substr(out.find("8 GPUs: ") + 8)); };
-  // FT thins its frontiers; the re-costed step peaks then prune both (docs/cost-model.md "Workspace").
+  // FT thins its frontiers; the re-costed step peaks then prune both (docs/search.md "Exactness and the step's peak").
   CHECK(points(thinned.out) < points(exact.out));
 }
 
