@@ -18,6 +18,7 @@
 #include "launcher/runtime/data.h"
 #include "launcher/runtime/weights.h"
 #include "launcher/train/loop.h"
+#include "launcher/train/prediction.h"
 #include "launcher/train/report.h"
 #include "planner/compute_model.h"
 #include "planner/parallel/cluster.h"
@@ -41,37 +42,20 @@ struct Prediction {
 
 Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision precision, int threads,
                    const planner::StoredStrategy* stored) {
-  const planner::Cluster cluster = worker_cluster(s.cluster, threads);
-  planner::Training training;
-  training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
-                           ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
-                           : planner::Optimizer::Adam;
-  training.precision = precision;
-  planner::AnalyticCompute compute(cluster, training.precision);
   planner::SpaceOptions so;
-  so.training = training;
+  so.training.optimizer = planned_optimizer(s.optimizer);
+  so.training.precision = precision;
   so.recompute = stored != nullptr;
   so.recompute_all = stored != nullptr;  // resolves any point's names; the point fixes what runs
   so.zero = stored != nullptr;
   so.kernel_threads = threads;
-  planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, {1}), compute, so);
-  std::vector<int> assignment(space.variables().size(), 0);
+  const PointPrediction pp = predict_point(g, worker_cluster(s.cluster, threads), {1}, so, stored);
   Prediction p;
-  p.recompute.assign(g.nodes.size(), false);
-  if (stored) {
-    assignment = planner::resolve_strategy(*stored, space);
-    for (size_t v = 0; v < assignment.size(); ++v) {
-      const planner::Variable& var = space.variables()[v];
-      if (var.kind == planner::VarKind::Op && var.configs[static_cast<size_t>(assignment[v])].recompute) {
-        p.recompute[static_cast<size_t>(var.node)] = true;
-      }
-    }
-    p.where = stored->where;
-  }
-  planner::Cost c = space.cost(assignment);
-  p.time = c.time;
-  p.memory = c.memory;
-  p.breakdown = space.breakdown_at_peak(assignment);
+  p.time = pp.cost.time;
+  p.memory = pp.cost.memory;
+  p.breakdown = pp.at_peak;
+  p.recompute = pp.sharding.recompute;
+  if (stored) p.where = stored->where;
   return p;
 }
 

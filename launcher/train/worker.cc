@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
+#include <cstdio>
+#include <memory>
 #include <ostream>
 #include <thread>
 
@@ -19,10 +20,9 @@
 #include "launcher/runtime/sharded_executor.h"
 #include "launcher/runtime/weights.h"
 #include "launcher/train/loop.h"
+#include "launcher/train/prediction.h"
 #include "launcher/train/report.h"
-#include "planner/compute_model.h"
 #include "planner/plan_file.h"
-#include "planner/sharding.h"
 
 namespace tensoropt {
 
@@ -44,6 +44,108 @@ planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
 }
 
 
+namespace {
+
+// This worker's place in the group: the communicator, every collective through the clock so the
+// time a step spends blocked in them is reported.
+struct Group {
+  std::unique_ptr<comm::Communicator> gloo;
+  std::unique_ptr<comm::TimedCommunicator> timed;
+};
+
+Group join_group(const WorkerPlace& place) {
+  comm::GlooOptions go;
+  go.rank = place.rank;
+  go.size = place.world;
+  go.rendezvous = place.rendezvous;
+  if (place.local) go.hostname = "127.0.0.1";
+  Group group;
+  group.gloo = comm::make_gloo_communicator(go);
+  group.timed = std::make_unique<comm::TimedCommunicator>(*group.gloo);
+  return group;
+}
+
+// --resume: a checkpoint is the whole model (whatever strategy wrote it), read whole into `loaded`;
+// its optimizer state is kept whole here until the executor can take this worker's part of it.
+struct Resumed {
+  std::map<int, std::vector<runtime::Array>> state;
+  int64_t steps = 0;
+  bool had_state = false;
+};
+
+Resumed read_checkpoint(const TrainSettings& s, const Graph& g, runtime::Backend& backend, runtime::LoadedState& loaded) {
+  Resumed r;
+  if (!s.resume) return r;
+  std::vector<int> params;
+  for (const auto& [t, a] : loaded.arrays)
+    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) params.push_back(t);
+  runtime::Optimizer whole(s.optimizer, backend, loaded.arrays, params);
+  r.had_state = runtime::load_checkpoint(*s.resume, g, backend, loaded.arrays, whole);
+  if (r.had_state) r.state = whole.state();
+  r.steps = whole.steps();
+  return r;
+}
+
+// --save: every worker takes part in gathering the whole model; worker 0 writes it.
+void save_whole(const TrainSettings& s, const Graph& g, runtime::Backend& backend, runtime::ShardedExecutor& ex,
+                const runtime::Optimizer& optimizer, comm::Communicator& communicator, bool lead, std::ostream& out) {
+  std::map<int, std::vector<runtime::Array>> state;
+  std::map<int, runtime::Array> whole = ex.gather_whole(optimizer, state);
+  if (lead) {
+    runtime::Optimizer saved(s.optimizer, backend, whole, ex.gradient_tensors());
+    saved.state() = std::move(state);
+    saved.set_steps(optimizer.steps());
+    runtime::save_checkpoint(*s.save, s.model, g, backend, whole, saved);
+  }
+  communicator.barrier(communicator.world());
+  if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
+}
+
+// Every rank's median step time, peak memory, median time blocked in collectives and memory by
+// kind at its peak, gathered on every rank (a collective): kEach figures per rank.
+constexpr size_t kEach = 3 + runtime::kMemoryKinds;
+std::vector<double> gather_figures(const LoopResult& loop, runtime::Allocator& allocator, comm::Communicator& communicator, int world) {
+  const runtime::MemoryStats ms = allocator.stats();
+  std::array<double, kEach> mine{steady_median(loop.seconds), static_cast<double>(ms.peak_total), steady_median(loop.blocked)};
+  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[3 + k] = static_cast<double>(ms.at_peak[k]);
+  std::vector<double> all(kEach * static_cast<size_t>(world));
+  communicator.all_gather(mine.data(), all.data(), kEach, DType::F64, communicator.world());
+  return all;
+}
+
+// Rank 0's closing table: the slowest rank's time, the largest peak's memory by kind, each rank's
+// peak; returns the report's predicted and measured objects, with every rank's figures.
+ReportPair print_group_table(std::ostream& out, const PointPrediction& predicted, const std::vector<double>& all, int world) {
+  Measured worst;
+  worst.collectives = 0;
+  size_t top = 0;
+  nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
+  for (size_t r = 0; r < static_cast<size_t>(world); ++r) {
+    const double* f = all.data() + kEach * r;
+    worst.time = std::max(worst.time, f[0]);
+    worst.collectives = std::max(worst.collectives, f[2]);
+    if (f[1] > all[kEach * top + 1]) top = r;
+    ranks.push_back({{"rank", r}, {"time_s", f[0]}, {"peak_memory_bytes", f[1]}, {"collectives_s", f[2]}});
+  }
+  worst.peak = all[kEach * top + 1];
+  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 3 + k];
+  ReportPair against = print_against_predicted(out, predicted.cost, predicted.at_peak, worst);
+  for (size_t r = 0; r < static_cast<size_t>(world); ++r) {
+    char buf[160];
+    const double peak = all[kEach * r + 1];
+    std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", ("peak, rank " + std::to_string(r)).c_str(),
+                  bytes_human(predicted.cost.memory).c_str(), bytes_human(peak).c_str(), peak / predicted.cost.memory);
+    out << buf;
+  }
+  out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU,\n"
+         "   by kind at the moment of rank "
+      << top << "'s peak, the largest, and as the planner predicts the step's peak)\n";
+  against.measured["ranks"] = ranks;
+  return against;
+}
+
+}  // namespace
+
 int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::ostream& out, std::ostream& err) {
   if (gpus != place.world) {
     throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
@@ -56,66 +158,33 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   io.batch = ps.batch;
   io.frozen = ps.frozen;
   Graph g = import_onnx_file(s.model, io);
-  const planner::Cluster cluster = worker_cluster(s.cluster, threads);
-  planner::Training training = ps.training;
-  training.optimizer = s.optimizer.kind == runtime::OptimizerKind::Sgd
-                           ? (s.optimizer.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd)
-                           : planner::Optimizer::Adam;
-  planner::AnalyticCompute compute(cluster, training.precision);
   planner::SpaceOptions so;
-  so.training = training;
+  so.training = ps.training;
+  so.training.optimizer = planned_optimizer(s.optimizer);
   so.recompute = ps.recompute;
   so.recompute_all = ps.recompute_all;
   so.zero = ps.zero;
   so.param_persistence = ps.param_persistence;
   so.kernel_threads = threads;
-  planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, stored.mesh), compute, so);
-  const std::vector<int> assignment = planner::resolve_strategy(stored, space);
-  const planner::Cost predicted = space.cost(assignment);
+  const PointPrediction predicted = predict_point(g, worker_cluster(s.cluster, threads), stored.mesh, so, &stored);
 
-  comm::GlooOptions go;
-  go.rank = place.rank;
-  go.size = place.world;
-  go.rendezvous = place.rendezvous;
-  if (place.local) go.hostname = "127.0.0.1";
-  auto gloo = comm::make_gloo_communicator(go);
-  // Every collective goes through the clock: the time a step spends blocked in them is reported.
-  comm::TimedCommunicator timed(*gloo);
-  comm::Communicator* communicator = &timed;
+  Group group = join_group(place);
+  comm::Communicator& communicator = *group.timed;
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
   runtime::Backend& backend = *device;
   const runtime::DeviceFacts facts = backend.facts();
-  // What this worker holds and runs: the plan file's sharding data for the point, or (a strategy
-  // file, or a plan file written before plans carried it) the same read off the space.
-  const runtime::Sharding sh{runtime::MeshContext{&space.mesh(), place.rank, communicator},
-                             stored.sharding ? planner::resolve_sharding(*stored.sharding, g, stored.indices, stored.where)
-                                             : planner::sharding_plan(space, assignment)};
+  const runtime::Sharding sh{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding};
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
-  // A checkpoint is the whole model (whatever strategy wrote it): read it whole, then shard it.
-  std::map<int, std::vector<runtime::Array>> resumed_state;
-  int64_t resumed_steps = 0;
-  bool had_state = false;
-  if (s.resume) {
-    std::vector<int> params;
-    for (const auto& [t, a] : loaded.arrays)
-      if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) params.push_back(t);
-    runtime::Optimizer whole(s.optimizer, backend, loaded.arrays, params);
-    had_state = runtime::load_checkpoint(*s.resume, g, backend, loaded.arrays, whole);
-    if (had_state) resumed_state = whole.state();
-    resumed_steps = whole.steps();
-  }
-  for (auto& [t, a] : loaded.arrays) {
-    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) {
-      a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
-    }
-  }
+  Resumed resumed = read_checkpoint(s, g, backend, loaded);
+  for (auto& [t, a] : loaded.arrays)
+    if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
   const bool bf16 = ps.training.precision == planner::Precision::Bf16;
   runtime::ShardedExecutor ex(g, backend, loaded.arrays, sh, s.loss, bf16);
   runtime::Optimizer optimizer(s.optimizer, backend, ex.optimizer_weights(), ex.gradient_tensors());
   if (s.resume) {
-    if (had_state) ex.scatter_state(resumed_state, optimizer);
-    optimizer.set_steps(resumed_steps);
-    resumed_state.clear();
+    if (resumed.had_state) ex.scatter_state(resumed.state, optimizer);
+    optimizer.set_steps(resumed.steps);
+    resumed.state.clear();
   }
   // What was read whole is gone: the peak to compare with the plan is that of the steps.
   backend.allocator().reset_peaks();
@@ -127,11 +196,11 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
         << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
         << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
     out << "workers  " << place.world << " (" << place.from << "), " << backend.name() << ", " << threads << " thread(s) each, " << facts.line
-        << ", Gloo; mesh " << space.mesh().str() << "\n";
+        << ", Gloo; mesh " << predicted.mesh.str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
     if (s.resume) {
       err << "resumed from " << *s.resume << " at step " << optimizer.steps()
-          << (had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";
+          << (resumed.had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";
     }
   }
   LoopOptions lo;
@@ -140,7 +209,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   lo.batch = g.batch;
   lo.out = lead ? &out : nullptr;
   lo.memory_in_report = false;
-  lo.blocked_clock = [&timed] { return timed.blocked_seconds(); };
+  lo.blocked_clock = [&group] { return group.timed->blocked_seconds(); };
   const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
                                     [&](runtime::Batch batch, const runtime::StepContext& ctx) {
                                       const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
@@ -149,70 +218,24 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
                                       return loss;
                                     },
                                     lo);
-  if (s.save) {
-    // Every worker takes part in gathering the whole model; worker 0 writes it.
-    std::map<int, std::vector<runtime::Array>> state;
-    std::map<int, runtime::Array> whole = ex.gather_whole(optimizer, state);
-    if (lead) {
-      runtime::Optimizer saved(s.optimizer, backend, whole, ex.gradient_tensors());
-      saved.state() = std::move(state);
-      saved.set_steps(optimizer.steps());
-      runtime::save_checkpoint(*s.save, s.model, g, backend, whole, saved);
-    }
-    communicator->barrier(communicator->world());
-    if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
+  if (s.save) save_whole(s, g, backend, ex, optimizer, communicator, lead, out);
+  const std::vector<double> all = gather_figures(loop, backend.allocator(), communicator, place.world);
+  if (!lead) return 0;
+  const ReportPair against = print_group_table(out, predicted, all, place.world);
+  if (s.report) {
+    nlohmann::ordered_json report;
+    report["model"] = {{"path", s.model}, {"batch", g.batch}};
+    report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
+    report["device"] = {{"kind", backend.name()}, {"workers", place.world}, {"threads", threads}};
+    for (const auto& [key, value] : facts.fields) report["device"][key] = value;
+    report["device"]["cluster"] = s.cluster;
+    report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+    report["dtype"] = bf16 ? "bf16" : "fp32";
+    report["steps"] = loop.steps;
+    report["predicted"] = against.predicted;
+    report["measured"] = against.measured;
+    write_report(*s.report, report);
   }
-  // Every rank's median step time, peak memory, median time blocked in collectives and memory by
-  // kind at its peak, gathered on every rank.
-  constexpr size_t kEach = 3 + runtime::kMemoryKinds;
-  const runtime::MemoryStats ms = backend.allocator().stats();
-  std::array<double, kEach> mine{steady_median(loop.seconds), static_cast<double>(ms.peak_total), steady_median(loop.blocked)};
-  for (size_t k = 0; k < runtime::kMemoryKinds; ++k) mine[3 + k] = static_cast<double>(ms.at_peak[k]);
-  std::vector<double> all(kEach * static_cast<size_t>(place.world));
-  communicator->all_gather(mine.data(), all.data(), kEach, DType::F64, communicator->world());
-  if (lead) {
-    // The table's memory rows are the rank with the largest peak; its time row the slowest rank.
-    Measured worst;
-    worst.collectives = 0;
-    size_t top = 0;
-    nlohmann::ordered_json ranks = nlohmann::ordered_json::array();
-    for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
-      const double* f = all.data() + kEach * r;
-      worst.time = std::max(worst.time, f[0]);
-      worst.collectives = std::max(worst.collectives, f[2]);
-      if (f[1] > all[kEach * top + 1]) top = r;
-      ranks.push_back({{"rank", r}, {"time_s", f[0]}, {"peak_memory_bytes", f[1]}, {"collectives_s", f[2]}});
-    }
-    worst.peak = all[kEach * top + 1];
-    for (size_t k = 0; k < runtime::kMemoryKinds; ++k) worst.at_peak[k] = all[kEach * top + 3 + k];
-    ReportPair against = print_against_predicted(out, predicted, space.breakdown_at_peak(assignment), worst);
-    for (size_t r = 0; r < static_cast<size_t>(place.world); ++r) {
-      char buf[160];
-      const double peak = all[kEach * r + 1];
-      std::snprintf(buf, sizeof buf, "  %-17s %11s %11s    %.3fx\n", ("peak, rank " + std::to_string(r)).c_str(),
-                    bytes_human(predicted.memory).c_str(), bytes_human(peak).c_str(), peak / predicted.memory);
-      out << buf;
-    }
-    out << "  (time: the slowest rank's median step; memory: each rank's allocator peak against the plan's memory per GPU,\n"
-           "   by kind at the moment of rank "
-        << top << "'s peak, the largest, and as the planner predicts the step's peak)\n";
-    if (s.report) {
-      nlohmann::ordered_json report;
-      report["model"] = {{"path", s.model}, {"batch", g.batch}};
-      report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-      report["device"] = {{"kind", backend.name()}, {"workers", place.world}, {"threads", threads}};
-      for (const auto& [key, value] : facts.fields) report["device"][key] = value;
-      report["device"]["cluster"] = s.cluster;
-      report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
-      report["dtype"] = bf16 ? "bf16" : "fp32";
-      report["steps"] = loop.steps;
-      report["predicted"] = against.predicted;
-      against.measured["ranks"] = ranks;
-      report["measured"] = against.measured;
-      write_report(*s.report, report);
-    }
-  }
-  (void)err;
   return 0;
 }
 

@@ -136,6 +136,54 @@ TEST_CASE("run --gpus 4 --plan runs any point of the plan: the fastest, the smal
   }
 }
 
+TEST_CASE("run --plan: workers run the plan file's sharding data, refuse data that disagrees with the names, and still read older plans") {
+  test::TempDir dir;
+  const std::vector<double> want = one_device(dir.path);
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --param-persistence 0 --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(slurp(plan));
+  const auto& frontier = doc["frontiers"][0];
+  const int space = frontier["points"][0]["strategy"]["space"].get<int>();
+  const auto& configs = frontier["points"][0]["strategy"]["configs"];
+  const auto write = [&](const nlohmann::ordered_json& j, const std::string& name) {
+    std::ofstream(dir.path + "/" + name) << j.dump();
+    return dir.path + "/" + name;
+  };
+  // Point 0 with one variable's sharding entry swapped for another configuration's.
+  nlohmann::ordered_json edited = doc;
+  auto& vars = edited["frontiers"][0]["spaces"][static_cast<size_t>(space)]["variables"];
+  bool swapped = false;
+  for (size_t v = 0; v < vars.size() && !swapped; ++v) {
+    auto& sharding = vars[v]["sharding"];
+    const size_t chosen = configs[v].get<size_t>();
+    for (size_t k = 0; k < sharding.size() && !swapped; ++k) {
+      if (sharding[k] == sharding[chosen]) continue;
+      sharding[chosen] = sharding[k];
+      swapped = true;
+    }
+  }
+  REQUIRE(swapped);
+  Result bad = sh(kBin + " run " + kGpt + " --gpus 2 --steps 1 --plan " + write(edited, "edited.json") + " --point 0", dir.path);
+  CHECK(bad.code == 2);
+  CHECK(has(bad.err, "sharding data disagrees with its configuration names"));
+  // A plan file from before plans carried sharding data: the workers derive the same from the names.
+  nlohmann::ordered_json old = doc;
+  for (auto& sp : old["frontiers"][0]["spaces"]) {
+    sp.erase("layouts");
+    for (auto& v : sp["variables"]) {
+      v.erase("sharding");
+      v.erase("node");
+      v.erase("tensor");
+    }
+  }
+  const std::string report = dir.path + "/old.json";
+  Result r = sh(kBin + " run " + kGpt + " --gpus 2 --steps 3 --plan " + write(old, "old-plan.json") + " --point 0" + kData + " --report " + report,
+                dir.path);
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  same_losses(losses(report), want);
+}
+
 TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run, and resumes to the bit") {
   // bfloat16 rounds partial sums and gradients where the workers exchange them, so the losses
   // follow the one-device bf16 run to relative 2e-3 (tests/runtime/test_sharded.cc says why); the
