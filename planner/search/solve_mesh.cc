@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "graph/units.h"
 #include "planner/ft/branch.h"
 #include "planner/search/mesh_slot.h"
 #include "planner/search/restricted.h"
@@ -21,16 +22,6 @@ constexpr double kFallbackEpsilon = 0.01;
 std::string format_epsilon(double e) {
   char text[32];
   std::snprintf(text, sizeof text, "%g", e);
-  return text;
-}
-
-// A byte count for a message: "2.00 GiB", "4.00 MiB", "100.00 KiB".
-std::string format_bytes(int64_t bytes) {
-  const double b = static_cast<double>(bytes);
-  char text[64];
-  if (b >= 0x1p30) std::snprintf(text, sizeof text, "%.2f GiB", b / 0x1p30);
-  else if (b >= 0x1p20) std::snprintf(text, sizeof text, "%.2f MiB", b / 0x1p20);
-  else std::snprintf(text, sizeof text, "%.2f KiB", b / 0x1p10);
   return text;
 }
 
@@ -64,12 +55,12 @@ bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
       // An exact frontier this big has its points microseconds apart: thin it, and say so.
       ft.epsilon = kFallbackEpsilon;
       slot.result = solve_once(slot, ft, ms.approximation);
-      ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + format_bytes(max_bytes) +
+      ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                          " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
                          (ms.approximation.empty() ? "" : "; " + ms.approximation);
     }
   } catch (const FtMemoryLimit&) {
-    slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + format_bytes(max_bytes) +
+    slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                    " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
     return false;
   } catch (const std::length_error& e) {
