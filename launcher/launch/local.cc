@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,11 +35,37 @@ std::string how_it_ended(int status) {
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
+// In a child just forked by `parent`: it dies with its parent, whatever kills the parent (SIGKILL
+// too): the kernel sends it SIGKILL then. A parent already gone before that took effect is seen
+// in getppid.
+void die_with(pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
+}
+
+// Each launcher's private directory holds its pid, so that the next launcher can clear the
+// directory of one that was killed before it could (SIGKILL runs no destructor).
+constexpr const char* kRunDirPrefix = "tensoropt-run.";
+
+void remove_stale_run_dirs() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/tmp", ec)) {
+    if (entry.path().filename().string().rfind(kRunDirPrefix, 0) != 0) continue;
+    std::ifstream f(entry.path() / "launcher.pid");
+    long pid = 0;
+    if (!(f >> pid) || pid <= 0) continue;  // not ours, or being made
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // its launcher lives
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 // Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
 int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
   if (pid == 0) {
+    die_with(self);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) dup2(fd, STDOUT_FILENO);
     std::vector<char*> args;
@@ -62,9 +89,11 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
   if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
   check_checkpoint_paths(s);
+  remove_stale_run_dirs();
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
   const std::string dir = tmpl;
+  std::ofstream(dir + "/launcher.pid") << getpid() << "\n";
   struct Cleanup {
     std::string dir;
     ~Cleanup() {
@@ -102,10 +131,12 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   out << std::flush;
 
   std::vector<pid_t> pids;
+  const pid_t self = getpid();
   for (int r = 0; r < gpus; ++r) {
     const pid_t pid = fork();
     if (pid < 0) throw InternalError("fork failed");
     if (pid == 0) {
+      die_with(self);
       setenv("RANK", std::to_string(r).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(gpus).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);

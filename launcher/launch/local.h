@@ -4,7 +4,9 @@
 // --threads says), with RANK, WORLD_SIZE and LOCAL_RANK set and a file store in the private
 // directory. A worker that ends badly (an error, a signal) takes the group down: the launcher stops
 // the others (SIGTERM, then SIGKILL after 5 s), says which rank ended and how in one line, and
-// exits 1 (2 when a worker refused its input). SIGINT or SIGTERM to the launcher stops every worker.
+// exits 1 (2 when a worker refused its input). SIGINT or SIGTERM to the launcher stops every worker;
+// whatever kills the launcher (SIGKILL too), its workers and its planner die with it (the parent-death
+// signal), and the next launcher removes the private directory of one that could not.
 // Not thread-safe (installs signal handlers).
 #pragma once
 

@@ -356,6 +356,82 @@ TEST_CASE("run --gpus 2: a worker killed mid-run takes the group down with the r
   for (pid_t w : workers) CHECK(kill(w, 0) != 0);  // none left
 }
 
+namespace {
+
+// The pids of `parent`'s children, read from /proc.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // pid (comm) state ppid ...: the fields after the last ')'.
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && state != 'Z') out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
+// Whether process `pid` still runs (a zombie does not).
+bool running(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  return line[line.rfind(')') + 2] != 'Z';
+}
+
+}  // namespace
+
+TEST_CASE("run --gpus 2: kill -9 of the launcher takes its workers with it, and the next launcher clears its directory") {
+  test::TempDir dir;
+  const std::string plan = dir.path + "/plan.json";
+  Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --json " + plan, dir.path);
+  REQUIRE_MESSAGE(p.code == 0, p.err);
+  const pid_t launcher = fork();
+  REQUIRE(launcher >= 0);
+  if (launcher == 0) {
+    const int fd = open("/dev/null", O_WRONLY);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    execl(kBin.c_str(), "tensoropt", "run", kGpt.c_str(), "--gpus", "2", "--steps", "1000000", "--threads", "1", "--plan", plan.c_str(),
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 500 && workers.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    workers = children_of(launcher);
+  }
+  REQUIRE(workers.size() == 2);
+  // The launcher's private directory, from a worker's rendezvous (file:DIR/store).
+  std::string run_dir;
+  {
+    std::ifstream env("/proc/" + std::to_string(workers[0]) + "/environ");
+    for (std::string var; std::getline(env, var, '\0');)
+      if (var.rfind("TENSOROPT_RENDEZVOUS=file:", 0) == 0) run_dir = var.substr(26, var.rfind("/store") - 26);
+  }
+  REQUIRE(!run_dir.empty());
+  kill(launcher, SIGKILL);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  bool gone = false;
+  for (int i = 0; i < 250 && !gone; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    gone = !running(workers[0]) && !running(workers[1]);
+  }
+  CHECK_MESSAGE(gone, "workers " << workers[0] << " and " << workers[1] << " outlived their launcher");
+  for (pid_t w : workers) kill(w, SIGKILL);  // never leave one behind, whatever the check said
+  CHECK(std::filesystem::exists(run_dir));
+  Result next = sh(kBin + " run " + kGpt + " --gpus 2 --steps 1 --threads 1 --plan " + plan, dir.path);
+  REQUIRE_MESSAGE(next.code == 0, next.err);
+  CHECK_FALSE(std::filesystem::exists(run_dir));
+}
+
 TEST_CASE("run with workers refuses bad flags and environments with one line and exit code 2") {
   test::TempDir dir;
   const std::string plan = dir.path + "/plan.json";
