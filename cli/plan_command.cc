@@ -75,13 +75,14 @@ std::string mesh_shape(const DeviceMesh& m) {
 }
 
 // Rows to show: all, or `rows` spread evenly over the frontier, always with the first, the last
-// and the chosen point.
+// and the chosen point; one row is the chosen point (the fastest when none is chosen).
 std::vector<size_t> rows_to_show(size_t n, int rows, int chosen) {
   std::vector<size_t> out;
   if (rows <= 0 || n <= static_cast<size_t>(rows)) {
     for (size_t i = 0; i < n; ++i) out.push_back(i);
     return out;
   }
+  if (rows == 1) return {chosen >= 0 ? static_cast<size_t>(chosen) : 0};
   for (int r = 0; r < rows; ++r) out.push_back(static_cast<size_t>(std::llround(static_cast<double>(r) * static_cast<double>(n - 1) / (rows - 1))));
   if (chosen >= 0) out.push_back(static_cast<size_t>(chosen));
   std::sort(out.begin(), out.end());

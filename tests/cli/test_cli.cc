@@ -198,6 +198,17 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --point 100000"), "out of range");
 }
 
+TEST_CASE("cli: plan --rows N shows N rows of the frontier, each numbered within it") {
+  for (int rows : {1, 2, 3}) {
+    CAPTURE(rows);
+    Result r = run("plan " + model("resnet18.onnx") + " --gpus 2 --batch 8 --mesh-axes 1 --rows " + std::to_string(rows));
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    CHECK(has(r.out, "(" + std::to_string(rows) + " of "));
+    CHECK_FALSE(has(r.out, "922337203685477"));
+  }
+  CHECK(has(run("plan " + model("resnet18.onnx") + " --gpus 2 --batch 8 --mesh-axes 1 --rows 1").out, "  *     0 "));
+}
+
 TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   std::string m = model("resnet18.onnx");
   check_refused(run("plan " + m + " --gpus 0 --batch 8"), "--gpus");
