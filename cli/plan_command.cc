@@ -157,8 +157,9 @@ void choose(GpuPlan& gp, double budget, const std::string& budget_why, const std
   for (size_t i = 0; i < pts.size(); ++i) {
     if (pts[i].cost.memory <= budget) {
       gp.chosen = static_cast<int>(i);
-      gp.reason = "chosen: point " + std::to_string(i) + ", the fastest of the " +
-                  std::to_string(pts.size() - i) + " points within the memory budget of " + bytes_human(budget) + " (" + budget_why + ")";
+      const size_t fit = pts.size() - i;
+      gp.reason = "chosen: point " + std::to_string(i) + (fit == 1 ? ", the only point" : ", the fastest of the " + std::to_string(fit) + " points") +
+                  " within the memory budget of " + bytes_human(budget) + " (" + budget_why + ")";
       return;
     }
   }

@@ -30,4 +30,8 @@ std::string flops_human(double flops) {
   return scaled(flops, 1000, units, 6);
 }
 
+std::string count_of(int64_t n, const std::string& noun, const std::string& plural) {
+  return std::to_string(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
+}
+
 }  // namespace tensoropt

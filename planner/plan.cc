@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/units.h"
 #include "graph/error.h"
 #include "planner/ft/thread_pool.h"
 #include "planner/search/merge.h"
@@ -31,7 +32,7 @@ GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, 
   out.gpus = gpus;
   const std::vector<DeviceMesh> meshes = candidate_meshes(cluster, gpus, options.max_mesh_axes);
   std::vector<MeshSlot> slots(meshes.size());
-  if (options.progress) options.progress(std::to_string(gpus) + " GPUs: building " + std::to_string(meshes.size()) + " strategy spaces");
+  if (options.progress) options.progress(count_of(gpus, "GPU") + ": building " + count_of(static_cast<int64_t>(meshes.size()), "strategy space"));
   // Independent per mesh: built on up to as many threads as the machine has.
   parallel_for(meshes.size(), [&](size_t i) { build_mesh(slots[i], graph, meshes[i], compute, options.space); });
   solve_in_waves(slots, gpus, options);

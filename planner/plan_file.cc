@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "graph/units.h"
 #include "graph/error.h"
 #include "graph/summary.h"
 #include "planner/ft/thread_pool.h"
@@ -349,7 +350,7 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
         f = &x;
       }
     }
-    if (!f) bad(path, "has no frontier for " + (gpus ? std::to_string(*gpus) : std::string("any")) + " GPUs (it has: " + counts + ")");
+    if (!f) bad(path, "has no frontier for " + (gpus ? count_of(*gpus, "GPU") : std::string("any GPU count")) + " (it has: " + counts + ")");
     const auto& points = field(*f, "points", path);
     int k = point ? *point : f->at("chosen").is_null() ? -1 : f->at("chosen").get<int>();
     if (k < 0) bad(path, "no point chosen in the plan; pick one with --point");
@@ -368,7 +369,7 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
       s.configs[vars[i].at("name").get<std::string>()] = names[static_cast<size_t>(configs[i])].get<std::string>();
     }
     s.recorded = Cost{p.at("time_s").get<double>(), p.at("memory_bytes").get<double>()};
-    s.where = path + ", " + f->at("gpus").dump() + " GPUs, point " + std::to_string(k);
+    s.where = path + ", " + count_of(f->at("gpus").get<int64_t>(), "GPU") + ", point " + std::to_string(k);
     s.sharding = read_sharding_json(space, s.where);
     if (s.sharding) s.indices = std::move(configs);
     return s;

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "graph/units.h"
 #include "graph/error.h"
 #include "planner/plan.h"
 #include "planner/search/mesh_slot.h"
@@ -24,7 +25,7 @@ void merge_meshes(std::vector<MeshSlot>& slots, GpuFrontier& out) {
     out.spaces.push_back(std::move(slot.space));
     out.meshes.push_back(std::move(slot.stats));
   }
-  if (out.spaces.empty()) throw InputError("no mesh for " + std::to_string(out.gpus) + " GPUs could be planned: " + out.skipped.front());
+  if (out.spaces.empty()) throw InputError("no mesh for " + count_of(out.gpus, "GPU") + " could be planned: " + out.skipped.front());
   out.points = pareto_merge(std::move(all));
 }
 

@@ -76,7 +76,7 @@ bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, 
              const SolveContext& context) {
   const PlanOptions& options = context.options;
   const StrategySpace& space = *slot.space;
-  const std::string label = std::to_string(context.gpus) + " GPUs, mesh " + space.mesh().str();
+  const std::string label = count_of(context.gpus, "GPU") + ", mesh " + space.mesh().str();
   FtOptions ft;
   ft.epsilon = options.epsilon;
   ft.max_factor_points = options.max_factor_points;

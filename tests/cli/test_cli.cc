@@ -209,6 +209,15 @@ TEST_CASE("cli: plan --rows N shows N rows of the frontier, each numbered within
   CHECK(has(run("plan " + model("resnet18.onnx") + " --gpus 2 --batch 8 --mesh-axes 1 --rows 1").out, "  *     0 "));
 }
 
+TEST_CASE("cli: plan speaks of one GPU and one point in the singular") {
+  Result r = run("plan " + std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/user_exports/resnet_narrow_eval_inline_dyn.onnx --gpus 1,8 --batch 128");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  CHECK(has(r.out, "1 GPU: "));
+  CHECK(has(r.out, "the only point within"));
+  CHECK_FALSE(has(r.out, "1 GPUs"));
+  CHECK_FALSE(has(r.out, "of the 1 points"));
+}
+
 TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   std::string m = model("resnet18.onnx");
   check_refused(run("plan " + m + " --gpus 0 --batch 8"), "--gpus");
@@ -551,7 +560,7 @@ TEST_CASE("cli: run --plan runs a one-device plan point: its recompute choices, 
       {"--point 0", "--point needs --plan"},
       {"--plan " + plan + " --batch 8", "--batch 8 differs from the plan's batch 4"},
       {"--plan " + plan + " --point 100000", "out of range"},
-      {"--plan " + plan2, "no frontier for 1 GPUs"},
+      {"--plan " + plan2, "no frontier for 1 GPU (it has"},
       {"--plan " + plan + " --dtype bf16", "--dtype bf16 differs from the plan's dtype fp32"},
       {"--dtype fp16", "--dtype"},
   };
