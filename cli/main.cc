@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   rn->add_option("--loss", loss, "cross-entropy (logits [B,C] or [B,T,C] against integer labels) or mse")->capture_default_str();
   rn->add_option("--seed", train.seed, "Seed of synthetic data, weight initialisation and dropout")->capture_default_str();
-  rn->add_option("--threads", train.threads, "Threads (default: every core)")->check(CLI::PositiveNumber);
+  rn->add_option("--threads", train.threads, "Kernel threads per process (default: OMP_NUM_THREADS, else the cores shared among the processes)")->check(CLI::PositiveNumber);
   rn->add_option("--data", train.data, "Inputs as a NumPy .npy file [N, ...] (default: synthetic data)");
   rn->add_option("--labels", train.labels, "Labels (cross-entropy) or targets (mse) as a .npy file [N, ...]");
   rn->add_option("--frozen", train.frozen, "Freeze the parameters whose names match this glob (repeatable)");

@@ -89,6 +89,7 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
   if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
   check_checkpoint_paths(s);
+  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
   remove_stale_run_dirs();
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
@@ -126,8 +127,7 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
       if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
     worker_argv.insert(worker_argv.end(), {"--plan", plan});
   }
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(std::max(1, cores / gpus))});
+  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});
   out << std::flush;
 
   std::vector<pid_t> pids;

@@ -101,7 +101,7 @@ void check_checkpoint_paths(const TrainSettings& s) {
 int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   if (s.steps < 1) throw InputError("--steps must be at least 1");
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = kernel_threads(s);
   const std::optional<planner::StoredStrategy> stored = stored_point(s);
   ImportOptions io;
   io.batch = s.batch.value_or(stored && stored->settings ? stored->settings->batch : 8);

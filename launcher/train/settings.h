@@ -21,7 +21,7 @@ struct TrainSettings {
   runtime::LossKind loss = runtime::LossKind::CrossEntropy;
   uint64_t seed = 0;
   std::string device = "cpu";        // a backend of runtime/backend_registry.h
-  int threads = 0;                   // 0: every core
+  int threads = 0;                   // 0: kernel_threads() decides
   std::string cluster = "cpu";       // for the prediction
   std::vector<std::string> frozen;
   std::optional<std::string> dtype;  // "fp32" or "bf16" (mixed precision); default: the plan's, fp32
@@ -33,6 +33,11 @@ struct TrainSettings {
   std::optional<std::string> plan;
   std::optional<int> point;
 };
+
+// Kernel threads of each of `workers` processes on this machine: --threads when given; else
+// OMP_NUM_THREADS, per process as PyTorch and torchrun read it (InputError naming it when it is not a
+// positive count); else the cores shared evenly among the processes.
+int kernel_threads(const TrainSettings& s, int workers = 1);
 
 // Before anything trains: --save names a file that can be written and --resume one that can be
 // read; InputError otherwise (the one-device run and the launcher, before any worker starts).

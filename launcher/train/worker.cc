@@ -151,7 +151,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
                      " workers");
   }
-  const int threads = s.threads > 0 ? s.threads : std::max(1u, std::thread::hardware_concurrency());
+  const int threads = kernel_threads(s);
   const planner::StoredStrategy stored = checked_point(s, gpus);
   const planner::PlanSettings& ps = *stored.settings;
   ImportOptions io;

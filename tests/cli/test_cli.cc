@@ -499,6 +499,24 @@ TEST_CASE("cli: TENSOROPT_DENORMALS keeps or flushes subnormals, and a bad value
   CHECK(has(r.unset.out, "subnormals flush;"));
 }
 
+TEST_CASE("cli: run takes its threads from --threads, else OMP_NUM_THREADS, and refuses a bad OMP_NUM_THREADS") {
+  const std::string cmd = "run " + fixture("mlp.onnx") + " --steps 1 --batch 4";
+  const auto with_omp = [&](const char* value, const std::string& args) {
+    ::setenv("OMP_NUM_THREADS", value, 1);
+    Result r = run(args);
+    ::unsetenv("OMP_NUM_THREADS");
+    return r;
+  };
+  CHECK(has(with_omp("3", cmd).out, "cpu, 3 thread(s)"));
+  CHECK(has(with_omp("3", cmd + " --threads 2").out, "cpu, 2 thread(s)"));
+  for (const char* bad : {"0", "two", "-4"}) {
+    CAPTURE(bad);
+    Result r = with_omp(bad, cmd);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, std::string("OMP_NUM_THREADS=") + bad + ": expected a positive number"));
+  }
+}
+
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
   auto save = (temp_dir() / "never.onnx").string();
   // The fixture's shapes (x [12,16] float32, y [12] int64) in types that do not fit.
