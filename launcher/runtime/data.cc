@@ -1,5 +1,6 @@
 #include "launcher/runtime/data.h"
 
+#include <limits>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -145,6 +146,69 @@ void check_fits(const NpyArray& a, const Shape& want, DType dtype, const std::st
   }
 }
 
+// Element i of an integer .npy array (check_fits has made sure it is <i8 or <i4).
+int64_t int_at(const NpyArray& a, int64_t i) {
+  const char* p = a.bytes.data() + i * (a.type[2] - '0');
+  if (a.type[2] == '8') {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// "[3,17]": the position of flat element i in an array of `shape`.
+std::string position(const Shape& shape, int64_t i) {
+  Shape at(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = shape[d] > 0 ? i % shape[d] : 0;
+    i = shape[d] > 0 ? i / shape[d] : 0;
+  }
+  return shape_str(at);
+}
+
+// InputError naming the file, the first element outside [lo, hi), its position and the range,
+// then `why`.
+void check_range(const NpyArray& a, int64_t lo, int64_t hi, const std::string& why) {
+  int64_t n = 1;
+  for (int64_t d : a.shape) n *= d;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = int_at(a, i);
+    if (v >= lo && v < hi) continue;
+    throw InputError(a.path + ": index " + std::to_string(v) + " at " + position(a.shape, i) + " is outside [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "): " + why);
+  }
+}
+
+// Labels for `classes` classes: each below it (negative ones are ignored, as PyTorch's ignore_index).
+void check_labels(const NpyArray& y, int64_t classes) {
+  int64_t n = 1;
+  for (int64_t d : y.shape) n *= d;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t v = int_at(y, i);
+    if (v < classes) continue;
+    throw InputError(y.path + ": label " + std::to_string(v) + " at " + position(y.shape, i) + " is not below the model's " +
+                     std::to_string(classes) + " classes (labels are 0 to " + std::to_string(classes - 1) + "; negative ones are ignored)");
+  }
+}
+
+// The indices a data input feeds, as the kernels take them: for each Gather or GatherElements
+// reading `input` as its indices, the size of the indexed axis n (indices in [-n, n), negative
+// ones counting from the end). InputError at the first index out of range.
+void check_indices(const Graph& g, int input, const NpyArray& a) {
+  for (const Node& n : g.nodes) {
+    if ((n.op_type != "Gather" && n.op_type != "GatherElements") || n.inputs.size() < 2 || n.inputs[1] != input || n.inputs[0] < 0) continue;
+    const Shape& table = g.tensors[static_cast<size_t>(n.inputs[0])].shape;
+    int64_t axis = n.attr_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(table.size());
+    if (axis < 0 || axis >= static_cast<int64_t>(table.size())) continue;  // the importer refuses such a node
+    const int64_t dim = table[static_cast<size_t>(axis)];
+    check_range(a, -dim, dim, "node " + n.label() + " picks from an axis of " + std::to_string(dim));
+  }
+}
+
 class Npy final : public DataSource {
  public:
   Npy(const Graph& g, LossKind loss, NpyArray x, NpyArray y, Backend& b) : g_(g), loss_(loss), x_(std::move(x)), y_(std::move(y)), b_(b) {}
@@ -189,6 +253,10 @@ std::unique_ptr<DataSource> npy_data(const Graph& g, LossKind loss, const std::s
   if (!in.shape.empty() && x.shape[0] < in.shape[0]) {
     throw InputError(data_path + ": " + std::to_string(x.shape[0]) + " rows, fewer than one batch of " + std::to_string(in.shape[0]));
   }
+  // Every index the files feed, before step 1: a label outside the classes (negative ones are
+  // ignored, as PyTorch's ignore_index), an index outside the axis it picks from.
+  if (loss == LossKind::CrossEntropy) check_labels(y, g.tensors[static_cast<size_t>(g.outputs[0])].shape.back());
+  if (!dtype_is_float(in.dtype)) check_indices(g, g.inputs[0], x);
   return std::make_unique<Npy>(g, loss, std::move(x), std::move(y), backend);
 }
 

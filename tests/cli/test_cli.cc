@@ -1,6 +1,7 @@
 // End-to-end: the tensoropt binary as a user runs it — output, JSON keys, exit codes, and one
 // clear line on stderr for every kind of bad input.
 #include <cstdlib>
+#include <cstring>
 #include <doctest/doctest.h>
 
 #include <array>
@@ -515,6 +516,34 @@ TEST_CASE("cli: run takes its threads from --threads, else OMP_NUM_THREADS, and 
     CHECK(r.code == 2);
     CHECK(has(r.err, std::string("OMP_NUM_THREADS=") + bad + ": expected a positive number"));
   }
+}
+
+// A copy of the int64 .npy fixture `src` with flat element `index` set to `value`.
+std::string patched_npy(const std::string& src, const std::string& name, int64_t index, int64_t value) {
+  std::string bytes = slurp(src);
+  const size_t header = 10 + static_cast<size_t>(static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8);
+  std::memcpy(bytes.data() + header + 8 * static_cast<size_t>(index), &value, 8);
+  return write_temp(name, bytes);
+}
+
+TEST_CASE("cli: run checks every label and token id a data file feeds before step 1, on one device and on workers") {
+  const std::string labels = patched_npy(fixture("mlp.y.npy"), "bad_labels.npy", 5, 9000);
+  for (const std::string workers : {"", " --gpus 2"}) {
+    CAPTURE(workers);
+    Result r = run("run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1" + workers + " --data " + fixture("mlp.x.npy") +
+                   " --labels " + labels);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, "bad_labels.npy: label 9000 at [5] is not below the model's "));
+    CHECK_FALSE(has(r.err, "internal"));
+    CHECK_FALSE(has(r.out, "step 1"));
+  }
+  const std::string tokens = patched_npy(fixture("gpt.x.npy"), "bad_tokens.npy", 16 * 2 + 3, 99999);
+  Result t = run("run " + fixture("gpt.onnx") + " --steps 1 --batch 4 --threads 1 --data " + tokens + " --labels " + fixture("gpt.y.npy"));
+  CHECK(t.code == 2);
+  CHECK(has(t.err, "bad_tokens.npy: index 99999 at [2,3] is outside ["));
+  // Negative labels are ignored, as PyTorch's ignore_index: not an error.
+  const std::string ignored = patched_npy(fixture("mlp.y.npy"), "ignored_labels.npy", 5, -100);
+  CHECK(run("run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1 --data " + fixture("mlp.x.npy") + " --labels " + ignored).code == 0);
 }
 
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
