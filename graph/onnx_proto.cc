@@ -116,6 +116,14 @@ namespace {
 Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& where) {
   Attribute r;
   using A = onnx::AttributeProto;
+  // A single-valued attribute must hold its value (the ONNX checker's rule): reading the field's
+  // default instead would plan a model other than the one ONNX's own inference sees.
+  const bool holds = a.type() == A::INT ? a.has_i() : a.type() == A::FLOAT ? a.has_f() : a.type() == A::STRING ? a.has_s()
+                     : a.type() == A::TENSOR ? a.has_t() : true;
+  if (!holds) {
+    throw InputError(where + ": attribute '" + a.name() + "' is of type " + A::AttributeType_Name(a.type()) +
+                     " but holds no value (remove it to take the op's default, or give it one)");
+  }
   switch (a.type()) {
     case A::INT: r.kind = Attribute::Kind::Int; r.i = a.i(); break;
     case A::FLOAT: r.kind = Attribute::Kind::Float; r.f = a.f(); break;
