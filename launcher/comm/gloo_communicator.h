@@ -37,6 +37,10 @@
 // Process-wide effect: make_gloo_communicator sets SIGPIPE to ignored when it has its default
 // action, as Python (hence PyTorch) does: Gloo writes to sockets without MSG_NOSIGNAL, and a write
 // to a peer that died must be a CommError, not the death of this process (a test kills a peer).
+//
+// The implementation is in gloo/, a file per concept: rendezvous.h (stores, device, connections),
+// groups.h (per-group contexts), algorithms.h (the sums' algorithms and their choice), sums.h
+// (per-dtype sums), async_lane.h, and gloo_communicator.h (the class).
 #pragma once
 
 #include <chrono>
