@@ -40,7 +40,7 @@
 //
 // The implementation is in gloo/, a file per concept: rendezvous.h (stores, device, connections),
 // groups.h (per-group contexts), algorithms.h (the sums' algorithms and their choice), sums.h
-// (per-dtype sums), async_lane.h, and gloo_communicator.h (the class).
+// (per-dtype sums, bfloat16's by graph/dtype.h), async_lane.h, and gloo_communicator.h (the class).
 #pragma once
 
 #include <chrono>

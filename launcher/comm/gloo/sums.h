@@ -1,8 +1,9 @@
 // The element-wise sums the Gloo communicator's reductions (all_reduce, reduce_scatter) run, one
 // per dtype that has one: float32, float64, int32, int64 added as themselves, and bfloat16 with
-// each pair added in float32 and rounded to nearest even (as NCCL sums bfloat16). Every other
-// dtype has none: an InternalError naming the collective (communicator.h: a sum on a dtype that
-// has none is the caller's bug).
+// each pair added in float32 and rounded to nearest even (as NCCL sums bfloat16), by graph/dtype.h's
+// conversions, so a sum's bits are those graph/dtype.h gives. Every other dtype has none: an
+// InternalError naming the collective (communicator.h: a sum on a dtype that has none is the
+// caller's bug).
 //
 // An AddFn has Gloo's reduce-function shape: c[i] = a[i] + b[i] for n elements; c may be a (Gloo
 // and the direct reduce-scatter reduce in place). Thread-safety: pure functions.
