@@ -8,26 +8,16 @@
 // A store's keys are set once (Gloo refuses to overwrite), so a store reused by several jobs needs
 // a distinct `prefix` per job; a fresh directory or server needs none.
 //
-// Groups: one Gloo context per group, made the first time the group is used and cached; its
-// members meet through a PrefixStore named after the group's ranks ("g0,2,4", a hash for long
-// lists), so every subgroup has its own keys in the one store. The world's context is made by the
-// constructor, which therefore returns only once every rank has joined (or throws). A group of one
-// needs no context: its collectives are local copies.
+// Groups: one Gloo context per group, made the first time the group is used (gloo/groups.h). The
+// world's context is made by the constructor, which therefore returns only once every rank has
+// joined (or throws). A group of one needs no context: its collectives are local copies.
 //
 // Algorithms: all_reduce is Gloo's allreduce (ring), all_gather_v Gloo's allgatherv (ring),
-// all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's. reduce_scatter_v with equal counts
-// over a power-of-two group and at most 256 KiB of input: Gloo's ReduceScatterHalvingDoubling (an
-// algorithm object of Gloo's older buffer API, built once per group, dtype and counts on a scratch
-// copy of the input, and cached: 32 per group), on a third context of the group (members meet
-// under "h" + the group's key): its registered buffers stall unbound-buffer collectives that share
-// its connections. Otherwise one Gloo alltoallv that brings each member every member's piece, then
-// a local sum (the same bytes as a ring, in one round). Gloo's halving-doubling copies between
-// overlapping ranges for some uneven counts, hence the limits.
+// all_to_all_v Gloo's alltoallv, broadcast and barrier Gloo's; reduce_scatter_v is Gloo's
+// halving-doubling or a one-round exchange and a local sum (the choice: gloo/algorithms.h).
 //
-// Async all-reduce (all_reduce_async): run by one thread of the communicator's own, started by
-// the first such call, in call order, each on a second context of its group (members meet under
-// "a" + the group's key, made on the calling thread when the group is first used asynchronously),
-// so the lane never shares tags or connections with the blocking calls that go on beside it.
+// Async all-reduce (all_reduce_async): run in call order by one thread of the communicator's own,
+// on connections of its own, beside the blocking calls (gloo/async_lane.h).
 //
 // Timeouts: `timeout` bounds every wait: each store wait of the rendezvous (which Gloo polls with
 // one-second granularity, so a rendezvous fails between timeout and timeout + 1 s), each connect
@@ -37,6 +27,10 @@
 // Process-wide effect: make_gloo_communicator sets SIGPIPE to ignored when it has its default
 // action, as Python (hence PyTorch) does: Gloo writes to sockets without MSG_NOSIGNAL, and a write
 // to a peer that died must be a CommError, not the death of this process (a test kills a peer).
+//
+// The implementation is in gloo/, a file per concept: rendezvous.h (stores, device, connections),
+// groups.h, algorithms.h, sums.h (per-dtype sums, bfloat16's by graph/dtype.h), async_lane.h, and
+// gloo_communicator.h (the class, and which file defines what).
 #pragma once
 
 #include <chrono>
