@@ -55,7 +55,7 @@ const std::vector<OpDef>& all_ops() {
     ops::register_linear(v);
     ops::register_norm(v);
     ops::register_pool(v);
-    ops::register_layout(v);
+    ops::register_movement(v);
     ops::register_shape(v);
     ops::register_resample(v);
     std::sort(v.begin(), v.end(), [](const OpDef& a, const OpDef& b) { return a.type < b.type; });

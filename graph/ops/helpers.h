@@ -73,7 +73,7 @@ void register_elementwise(std::vector<OpDef>& ops);
 void register_linear(std::vector<OpDef>& ops);
 void register_norm(std::vector<OpDef>& ops);
 void register_pool(std::vector<OpDef>& ops);
-void register_layout(std::vector<OpDef>& ops);
+void register_movement(std::vector<OpDef>& ops);
 void register_shape(std::vector<OpDef>& ops);
 void register_resample(std::vector<OpDef>& ops);
 

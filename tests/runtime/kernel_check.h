@@ -39,7 +39,7 @@ std::vector<KernelCase> elementwise_cases();
 std::vector<KernelCase> linear_cases();
 std::vector<KernelCase> pool_cases();
 std::vector<KernelCase> norm_cases();
-std::vector<KernelCase> layout_cases();
+std::vector<KernelCase> movement_cases();
 std::vector<KernelCase> resample_cases();
 std::vector<KernelCase> shape_cases();
 

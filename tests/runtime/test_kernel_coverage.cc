@@ -17,7 +17,7 @@ namespace tensoropt::test {
 
 TEST_CASE("kernels: every catalogue op has a CPU kernel and a kernel case") {
   std::set<std::string> covered;
-  for (auto family : {elementwise_cases, linear_cases, pool_cases, norm_cases, layout_cases, resample_cases, shape_cases}) {
+  for (auto family : {elementwise_cases, linear_cases, pool_cases, norm_cases, movement_cases, resample_cases, shape_cases}) {
     for (const KernelCase& c : family()) covered.insert(c.op);
   }
   const std::set<std::string> folded = {"Constant", "Shape", "Size"};

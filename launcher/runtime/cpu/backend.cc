@@ -24,7 +24,7 @@ CpuBackend::CpuBackend(int threads) {
   register_linear(table_);
   register_pool(table_);
   register_norm(table_);
-  register_layout(table_);
+  register_movement(table_);
   register_resample(table_);
   register_shape(table_);
   set_threads(threads);

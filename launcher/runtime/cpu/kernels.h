@@ -10,7 +10,7 @@ void register_elementwise(KernelTable& table);  // elementwise.cc: unary, binary
 void register_linear(KernelTable& table);       // linear.cc: MatMul, Gemm, Conv, ConvTranspose, Einsum
 void register_pool(KernelTable& table);         // pool.cc: MaxPool, AveragePool, global pools
 void register_norm(KernelTable& table);         // norm.cc: normalisations, Softmax, LogSoftmax, reductions, TopK, CumSum
-void register_layout(KernelTable& table);       // layout.cc: Reshape ... Trilu, Gather, GatherElements, ScatterND, OneHot
+void register_movement(KernelTable& table);     // movement.cc: Reshape ... Trilu, Gather, GatherElements, ScatterND, OneHot
 void register_resample(KernelTable& table);     // resample.cc: Resize, Upsample, DepthToSpace, SpaceToDepth
 void register_shape(KernelTable& table);        // shape.cc: Shape, Size, Constant, ConstantOfShape, Range (when not folded)
 

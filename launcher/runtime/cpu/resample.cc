@@ -26,8 +26,8 @@
 #include <string>
 
 #include "launcher/runtime/cpu/kernels.h"
-#include "launcher/runtime/cpu/layout_copy.h"
-#include "launcher/runtime/cpu/layout_kernels.h"
+#include "launcher/runtime/cpu/movement_copy.h"
+#include "launcher/runtime/cpu/movement_kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {

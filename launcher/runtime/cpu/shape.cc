@@ -9,8 +9,8 @@
 #include <type_traits>
 
 #include "launcher/runtime/cpu/kernels.h"
-#include "launcher/runtime/cpu/layout_copy.h"
-#include "launcher/runtime/cpu/layout_kernels.h"
+#include "launcher/runtime/cpu/movement_copy.h"
+#include "launcher/runtime/cpu/movement_kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {

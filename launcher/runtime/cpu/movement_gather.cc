@@ -1,4 +1,4 @@
-// CPU kernels of the indexed ops of graph/ops/layout.cc: Gather, GatherElements, ScatterND and
+// CPU kernels of the indexed ops of graph/ops/movement.cc: Gather, GatherElements, ScatterND and
 // OneHot. Indices are int64 or int32, negative ones count from the end of their axis; one out of
 // range is an InputError naming the node (checked before any thread starts).
 //
@@ -7,8 +7,8 @@
 #include <string>
 #include <unordered_set>
 
-#include "launcher/runtime/cpu/layout_copy.h"
-#include "launcher/runtime/cpu/layout_kernels.h"
+#include "launcher/runtime/cpu/movement_copy.h"
+#include "launcher/runtime/cpu/movement_kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
@@ -293,7 +293,7 @@ void one_hot_forward(const OpCall& c) {
 
 }  // namespace
 
-void register_layout_gather(KernelTable& table) {
+void register_movement_gather(KernelTable& table) {
   table["Gather"] = {gather_forward, gather_backward};
   table["GatherElements"] = {gather_elements_forward, gather_elements_backward};
   table["ScatterND"] = {scatter_nd_forward, scatter_nd_backward};

@@ -1,4 +1,4 @@
-// The layout family's files, each registered from register_layout (layout.cc), and what their
+// The data-movement family's files, each registered from register_movement (movement.cc), and what their
 // kernels share with the resampling and shape kernels: reading constant operands, keeping them
 // for backward, and a few shape helpers.
 //
@@ -18,8 +18,8 @@
 
 namespace tensoropt::runtime::cpu {
 
-void register_layout_slice(KernelTable& table);   // layout_slice.cc: Slice, Pad
-void register_layout_gather(KernelTable& table);  // layout_gather.cc: Gather, GatherElements, ScatterND, OneHot
+void register_movement_slice(KernelTable& table);   // movement_slice.cc: Slice, Pad
+void register_movement_gather(KernelTable& table);  // movement_gather.cc: Gather, GatherElements, ScatterND, OneHot
 
 // Input k, or nullptr when it is absent (omitted or past the inputs given).
 const Array* optional_input(const OpCall& c, int k);

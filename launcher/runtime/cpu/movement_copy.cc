@@ -1,4 +1,4 @@
-#include "launcher/runtime/cpu/layout_copy.h"
+#include "launcher/runtime/cpu/movement_copy.h"
 
 #include <algorithm>
 #include <cstring>

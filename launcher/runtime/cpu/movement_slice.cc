@@ -1,13 +1,13 @@
-// CPU kernels of Slice and Pad (graph/ops/layout.cc): each output axis reads its input axis through
-// an index map (AxisMaps, layout_copy.h), and backward scatter-adds through the same maps.
+// CPU kernels of Slice and Pad (graph/ops/movement.cc): each output axis reads its input axis through
+// an index map (AxisMaps, movement_copy.h), and backward scatter-adds through the same maps.
 //
 // Shapes legend: r = rank, n = an axis' input size, i = an output position along it.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "launcher/runtime/cpu/layout_copy.h"
-#include "launcher/runtime/cpu/layout_kernels.h"
+#include "launcher/runtime/cpu/movement_copy.h"
+#include "launcher/runtime/cpu/movement_kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
@@ -140,7 +140,7 @@ void pad_backward(const GradCall& c) {
 
 }  // namespace
 
-void register_layout_slice(KernelTable& table) {
+void register_movement_slice(KernelTable& table) {
   table["Slice"] = {slice_forward, slice_backward};
   table["Pad"] = {pad_forward, pad_backward};
 }

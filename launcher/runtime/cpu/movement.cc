@@ -1,7 +1,7 @@
-// CPU kernels of graph/ops/layout.cc (see kernels.h): the views (Reshape, Flatten, Squeeze,
+// CPU kernels of graph/ops/movement.cc (see kernels.h): the views (Reshape, Flatten, Squeeze,
 // Unsqueeze), Transpose, Concat, Split, Expand, Tile and Trilu here; Slice and Pad in
-// layout_slice.cc; Gather, GatherElements, ScatterND and OneHot in layout_gather.cc; first the
-// helpers layout_kernels.h declares. Forward moves any dtype by element size; backward is float32.
+// movement_slice.cc; Gather, GatherElements, ScatterND and OneHot in movement_gather.cc; first the
+// helpers movement_kernels.h declares. Forward moves any dtype by element size; backward is float32.
 //
 // Shapes legend: r = rank, N = output elements, outer/inner = elements before/after an axis.
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "launcher/runtime/cpu/kernels.h"
-#include "launcher/runtime/cpu/layout_copy.h"
-#include "launcher/runtime/cpu/layout_kernels.h"
+#include "launcher/runtime/cpu/movement_copy.h"
+#include "launcher/runtime/cpu/movement_kernels.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
@@ -248,7 +248,7 @@ void trilu_backward(const GradCall& c) {
 
 }  // namespace
 
-void register_layout(KernelTable& table) {
+void register_movement(KernelTable& table) {
   for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
     table[view] = {view_forward, view_backward, /*aliases_input=*/true};
   }
@@ -258,8 +258,8 @@ void register_layout(KernelTable& table) {
   table["Expand"] = {expand_forward, expand_backward};
   table["Tile"] = {tile_forward, tile_backward};
   table["Trilu"] = {trilu_forward, trilu_backward};
-  register_layout_slice(table);
-  register_layout_gather(table);
+  register_movement_slice(table);
+  register_movement_gather(table);
 }
 
 }  // namespace tensoropt::runtime::cpu

@@ -357,7 +357,7 @@ void broadcast(std::vector<KernelCase>& cases) {
 
 }  // namespace
 
-std::vector<KernelCase> layout_cases() {
+std::vector<KernelCase> movement_cases() {
   std::vector<KernelCase> cases;
   views(cases);
   transpose(cases);
@@ -370,7 +370,7 @@ std::vector<KernelCase> layout_cases() {
 }
 
 TEST_CASE("kernels: layout forward and backward") {
-  for (const KernelCase& c : layout_cases()) check_kernel(c);
+  for (const KernelCase& c : movement_cases()) check_kernel(c);
 }
 
 TEST_CASE("kernels: layout refuses indices out of range, naming the node") {

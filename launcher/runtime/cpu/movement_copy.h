@@ -1,4 +1,4 @@
-// Data movement shared by the layout and resampling kernels (layout*.cc, resample.cc). Every
+// Data movement shared by the movement and resampling kernels (movement*.cc, resample.cc). Every
 // function moves elements by their size in bytes, so one kernel serves float32, int64 and bool
 // tensors alike; only scatter_add_axes, a gradient, is float32. Arrays are row-major and
 // contiguous. `threads` bounds the OpenMP threads (parallel_for, util.h); every function is
