@@ -15,7 +15,7 @@
 // accumulated). It may read only what forward kept: the inputs and outputs the catalogue's `saved`
 // function lists for this node and these needs-grad flags (the others are null), and its OpState.
 // This is the contract that makes measured activation memory equal the planner's: the kernel
-// tests (tests/runtime/) call backward with exactly those tensors and nothing else.
+// tests (tests/launcher/runtime/) call backward with exactly those tensors and nothing else.
 //
 // An empty `backward` means no input of the op takes a gradient (comparisons, Shape, ArgMax...).
 // A kernel that meets something it does not implement (an attribute value, a dtype) calls

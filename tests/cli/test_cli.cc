@@ -439,7 +439,7 @@ TEST_CASE("cli: run trains, prints a line per step and measured against predicte
   CHECK(j["predicted"]["memory_bytes"].get<double>() > 0);
   CHECK(j["measured"]["time_s"].get<double>() > 0);
   CHECK(j["measured"]["peak_memory_bytes"].get<double>() > 0);
-  // The same data and seed give the same losses as PyTorch's reference (tests/runtime/test_training.cc
+  // The same data and seed give the same losses as PyTorch's reference (tests/launcher/runtime/test_training.cc
   // checks the numbers; here only that the CLI feeds the data in order).
   auto ref = nlohmann::json::parse(slurp(fixture("mlp.ref.json")));
   CHECK(j["steps"][0]["loss"].get<double>() == doctest::Approx(ref["losses"]["adam"][0].get<double>()).epsilon(1e-4));

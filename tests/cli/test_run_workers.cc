@@ -186,7 +186,7 @@ TEST_CASE("run --plan: workers run the plan file's sharding data, refuse data th
 
 TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run, and resumes to the bit") {
   // bfloat16 rounds partial sums and gradients where the workers exchange them, so the losses
-  // follow the one-device bf16 run to relative 2e-3 (tests/runtime/test_sharded.cc says why); the
+  // follow the one-device bf16 run to relative 2e-3 (tests/launcher/runtime/test_sharded.cc says why); the
   // model state per worker (bf16 weights and gradients, float32 masters and Adam's moments, ZeRO-2
   // chunks) is the plan's to the byte.
   test::TempDir dir;

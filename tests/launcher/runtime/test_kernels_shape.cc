@@ -3,7 +3,7 @@
 // the node to reach the runtime. Neither op takes a gradient.
 #include <doctest/doctest.h>
 
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 namespace tensoropt::test {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "graph/dtype.h"
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 namespace tensoropt::comm {
 

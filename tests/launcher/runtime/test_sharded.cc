@@ -38,7 +38,7 @@
 #include "planner/sharding.h"
 #include "planner/baselines.h"
 #include "tests/children.h"
-#include "tests/runtime/reference.h"
+#include "tests/launcher/runtime/reference.h"
 
 namespace tensoropt {
 namespace {

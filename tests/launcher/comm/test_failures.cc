@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 namespace tensoropt::comm {
 namespace {

@@ -1,4 +1,4 @@
-#include "tests/runtime/reference.h"
+#include "tests/launcher/runtime/reference.h"
 
 #include <doctest/doctest.h>
 

@@ -34,7 +34,7 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/space/space.h"
-#include "tests/runtime/reference.h"
+#include "tests/launcher/runtime/reference.h"
 
 namespace tensoropt {
 namespace {

@@ -11,7 +11,7 @@
 #include "graph/op_catalogue.h"
 #include "graph/summary.h"
 #include "launcher/runtime/cpu/backend.h"
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 namespace tensoropt::test {
 

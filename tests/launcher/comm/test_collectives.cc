@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "graph/error.h"
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 namespace tensoropt::comm {
 namespace {

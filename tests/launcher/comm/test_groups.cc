@@ -7,7 +7,7 @@
 #include "graph/error.h"
 #include "planner/parallel/cluster.h"
 #include "planner/parallel/mesh.h"
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 namespace tensoropt::comm {
 namespace {

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <string>
 
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 namespace tensoropt::test {
 namespace {

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "graph/error.h"
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 namespace tensoropt::comm {
 namespace {

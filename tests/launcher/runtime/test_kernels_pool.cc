@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 namespace tensoropt::test {
 namespace {

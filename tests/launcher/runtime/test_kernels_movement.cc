@@ -14,7 +14,7 @@
 #include "graph/import.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/executor.h"
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 namespace tensoropt::test {
 namespace {

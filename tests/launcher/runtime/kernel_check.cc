@@ -1,4 +1,4 @@
-#include "tests/runtime/kernel_check.h"
+#include "tests/launcher/runtime/kernel_check.h"
 
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-#include "tests/comm/known_answers.h"
+#include "tests/launcher/comm/known_answers.h"
 
 #include <doctest/doctest.h>
 
