@@ -292,85 +292,11 @@ void ShardedExecutor::synchronise(int t) {
 }
 
 double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, const StepContext& ctx) {
-  values_.clear();
-  grads_.clear();
-  full_grads_.clear();
-  kept_in_.assign(g_.nodes.size(), {});
-  kept_out_.assign(g_.nodes.size(), {});
-  states_.assign(g_.nodes.size(), {});
-  rerun_.assign(g_.nodes.size(), false);
-  // Gradients accumulate in gradient_layout(storage): in their bucket, or under ZeRO-2 in a
-  // transient buffer that lives from the first contribution to the reduce-scatter onto the chunk.
-  in_flight_.clear();  // a step that threw left them: each waits for its collective as it goes
-  for (Bucket& b : buckets_) {
-    backend_.fill(b.buffer, 0.0);
-    b.done = 0;
-  }
-  TO_CHECK(inputs.size() == g_.inputs.size());
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    const int t = g_.inputs[k];
-    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    if (inputs[k].shape() != x.shape || inputs[k].dtype() != runtime_dtype(x)) {
-      throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " + std::string(dtype_name(runtime_dtype(x))) +
-                       shape_str(x.shape));
-    }
-    // Under mixed precision the float inputs are stored as bfloat16 (converted whole, then sliced).
-    values_[t] = home_shard(sh_, g_, t, stored(inputs[k], t, MemoryKind::Transients), backend_, MemoryKind::Inputs);
-    inputs[k] = Array();  // the global batch: only this worker's shard stays
-  }
-  {
-    const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
-    target = run_transition(target,
-                            planner::redistribute(target.shape(), static_cast<int>(dtype_size(target.dtype())), replicated,
-                                                  loss_layouts().second, *sh_.where.mesh),
-                            sh_.where, backend_, MemoryKind::Inputs);
-  }
+  begin_step();
+  target = take_batch(inputs, std::move(target));
   std::vector<bool> is_output(g_.tensors.size(), false);
   for (int t : g_.outputs) is_output[static_cast<size_t>(t)] = true;
-
-  // Forward: each input in the layout the node's configuration needs (a moved copy when its home
-  // differs, kept when the node keeps it), each output moved to its home.
-  for (size_t i = 0; i < g_.nodes.size(); ++i) {
-    const Node& n = g_.nodes[i];
-    const NodeSchedule& p = plan_.nodes[i];
-    std::vector<Array> ins(n.inputs.size());
-    kept_in_[i].resize(n.inputs.size());
-    for (size_t q = 0; q < n.inputs.size(); ++q) {
-      const int t = n.inputs[q];
-      if (t < 0) continue;
-      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
-      const Layout& need = sh_.plan.in[i][q];
-      // A parameter moved for this node (gathered from its shards) is not kept: its backward moves
-      // it again, as FSDP gathers twice and the planner costs it (space.h, regathers()).
-      const bool moved = !(home == need);
-      const bool keep = p.keep_input[q] && !(moved && g_.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter);
-      ins[q] = moved ? move(home_value(t, ctx), t, home, need, keep ? MemoryKind::Activations : MemoryKind::Transients) : home_value(t, ctx);
-      if (keep) kept_in_[i][q] = ins[q];
-    }
-    std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
-    for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int t = n.outputs[o];
-      if (t >= 0 && (p.keep_output[o] || (home_kept_[static_cast<size_t>(t)] && sh_.plan.home[static_cast<size_t>(t)] == sh_.plan.out[i][o]))) {
-        kinds[o] = MemoryKind::Activations;
-      }
-    }
-    std::vector<Array> outs = run_node(i, ins, kinds, ctx, ctx.training);
-    if (p.recompute) states_[i] = {};
-    kept_out_[i].resize(n.outputs.size());
-    for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int t = n.outputs[o];
-      if (t < 0) continue;
-      if (p.keep_output[o]) kept_out_[i][o] = outs[o];
-      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
-      values_[t] = home == sh_.plan.out[i][o] ? outs[o]
-                                         : move(outs[o], t, sh_.plan.out[i][o], home,
-                                                home_kept_[static_cast<size_t>(t)] ? MemoryKind::Activations : MemoryKind::Transients);
-    }
-    for (int t : n.inputs) {
-      if (t >= 0 && !is_output[static_cast<size_t>(t)] && plan_.last_forward_use[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
-    }
-  }
-
+  for (size_t i = 0; i < g_.nodes.size(); ++i) forward_node(i, ctx, is_output);
   const double loss = loss_and_gradient(target);
   values_.clear();
 
@@ -383,78 +309,7 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
     if (d >= 0) done_after[static_cast<size_t>(d)].push_back(t);
   }
   for (size_t i = g_.nodes.size(); i-- > 0;) {
-    const Node& n = g_.nodes[i];
-    const NodeSchedule& p = plan_.nodes[i];
-    std::vector<Array> douts(n.outputs.size());
-    std::vector<const Array*> dout;
-    bool any = false;
-    for (size_t o = 0; o < n.outputs.size(); ++o) {
-      const int t = n.outputs[o];
-      auto it = t < 0 ? grads_.end() : grads_.find(t);
-      if (it == grads_.end()) {
-        dout.push_back(nullptr);
-        continue;
-      }
-      const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
-      douts[o] = home == sh_.plan.out[i][o] ? it->second : move_gradient_back(it->second, t, sh_.plan.out[i][o], home);
-      dout.push_back(&douts[o]);
-      any = true;
-    }
-    if (p.backward && any) {
-      if (p.recompute && !rerun_[i]) rerun(i, ctx);
-      // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
-      Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
-      for (auto& d : dout) d = f32(d);
-      std::vector<const Array*> in, out;
-      std::vector<Shape> in_shapes;
-      for (size_t q = 0; q < n.inputs.size(); ++q) {
-        const int t = n.inputs[q];
-        if (t >= 0 && p.need_input[q] && !kept_in_[i][q].defined()) kept_in_[i][q] = input_of(i, q, ctx);
-        in.push_back(t >= 0 && p.need_input[q] ? f32(&kept_in_[i][q]) : nullptr);
-        in_shapes.push_back(t >= 0 ? local(t, sh_.plan.in[i][q]) : Shape{});
-      }
-      for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? f32(&kept_out_[i][o]) : nullptr);
-      std::vector<Array> dins(n.inputs.size());
-      std::vector<Array*> din;
-      for (size_t q = 0; q < n.inputs.size(); ++q) {
-        if (!p.input_grad[q]) {
-          din.push_back(nullptr);
-          continue;
-        }
-        dins[q] = Array(DType::F32, in_shapes[q], backend_.allocator(), MemoryKind::Transients);
-        din.push_back(&dins[q]);
-      }
-      kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
-      f32.clear();  // float32 copies: gone before the gradients are stored
-      for (size_t q = 0; q < n.inputs.size(); ++q) {
-        if (!p.input_grad[q]) continue;
-        const int t = n.inputs[q];
-        const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
-        // A gradient travels in its storage dtype (bfloat16 under mixed precision, as planned);
-        // one that stays is accumulated from float32 directly (rounded once, as on one device).
-        Array d = home == sh_.plan.in[i][q] ? dins[q] : move_gradient_back(stored(dins[q], t, MemoryKind::Transients), t, home, sh_.plan.in[i][q]);
-        dins[q] = Array();
-        if (flat_.count(t)) {
-          auto it = full_grads_.find(t);
-          if (it == full_grads_.end()) {
-            it = full_grads_.emplace(t, Array(gradient_dtype(), d.shape(), backend_.allocator(), MemoryKind::Transients)).first;
-            backend_.fill(it->second, 0.0);
-          }
-          backend_.accumulate(it->second, d);
-        } else if (auto root = root_grads_.find(t); root != root_grads_.end()) {
-          backend_.accumulate(root->second, d);
-        } else if (auto it = grads_.find(t); it != grads_.end()) {
-          backend_.accumulate(it->second, d);
-        } else {
-          grads_[t] = stored(d, t, MemoryKind::Transients);
-        }
-      }
-    }
-    for (int t : n.outputs)
-      if (t >= 0) grads_.erase(t);
-    kept_in_[i].clear();
-    kept_out_[i].clear();
-    states_[i] = {};
+    backward_node(i, ctx);
     for (int t : done_after[i]) synchronise(t);
     // Regenerated values live until no backward (or rerun) left reads them.
     for (auto it = values_.begin(); it != values_.end();) {
@@ -471,6 +326,169 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
   in_flight_.clear();
   for (auto& p : buckets) p->wait();
   return loss;
+}
+
+void ShardedExecutor::begin_step() {
+  values_.clear();
+  grads_.clear();
+  full_grads_.clear();
+  kept_in_.assign(g_.nodes.size(), {});
+  kept_out_.assign(g_.nodes.size(), {});
+  states_.assign(g_.nodes.size(), {});
+  rerun_.assign(g_.nodes.size(), false);
+  // Gradients accumulate in gradient_layout(storage): in their bucket, or under ZeRO-2 in a
+  // transient buffer that lives from the first contribution to the reduce-scatter onto the chunk.
+  in_flight_.clear();  // a step that threw left them: each waits for its collective as it goes
+  for (Bucket& b : buckets_) {
+    backend_.fill(b.buffer, 0.0);
+    b.done = 0;
+  }
+}
+
+Array ShardedExecutor::take_batch(std::vector<Array>& inputs, Array target) {
+  TO_CHECK(inputs.size() == g_.inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const int t = g_.inputs[k];
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    if (inputs[k].shape() != x.shape || inputs[k].dtype() != runtime_dtype(x)) {
+      throw InputError("input '" + x.name + "' is " + inputs[k].str() + ", the model takes " + std::string(dtype_name(runtime_dtype(x))) +
+                       shape_str(x.shape));
+    }
+    // Under mixed precision the float inputs are stored as bfloat16 (converted whole, then sliced).
+    values_[t] = home_shard(sh_, g_, t, stored(inputs[k], t, MemoryKind::Transients), backend_, MemoryKind::Inputs);
+    inputs[k] = Array();  // the global batch: only this worker's shard stays
+  }
+  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+  return run_transition(target,
+                        planner::redistribute(target.shape(), static_cast<int>(dtype_size(target.dtype())), replicated,
+                                              loss_layouts().second, *sh_.where.mesh),
+                        sh_.where, backend_, MemoryKind::Inputs);
+}
+
+void ShardedExecutor::forward_node(size_t i, const StepContext& ctx, const std::vector<bool>& is_output) {
+  // Each input in the layout the node's configuration needs (a moved copy when its home differs,
+  // kept when the node keeps it), each output moved to its home.
+  const Node& n = g_.nodes[i];
+  const NodeSchedule& p = plan_.nodes[i];
+  std::vector<Array> ins(n.inputs.size());
+  kept_in_[i].resize(n.inputs.size());
+  for (size_t q = 0; q < n.inputs.size(); ++q) {
+    const int t = n.inputs[q];
+    if (t < 0) continue;
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+    const Layout& need = sh_.plan.in[i][q];
+    // A parameter moved for this node (gathered from its shards) is not kept: its backward moves
+    // it again, as FSDP gathers twice and the planner costs it (space.h, regathers()).
+    const bool moved = !(home == need);
+    const bool keep = p.keep_input[q] && !(moved && g_.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter);
+    ins[q] = moved ? move(home_value(t, ctx), t, home, need, keep ? MemoryKind::Activations : MemoryKind::Transients) : home_value(t, ctx);
+    if (keep) kept_in_[i][q] = ins[q];
+  }
+  std::vector<MemoryKind> kinds(n.outputs.size(), MemoryKind::Transients);
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    if (t >= 0 && (p.keep_output[o] || (home_kept_[static_cast<size_t>(t)] && sh_.plan.home[static_cast<size_t>(t)] == sh_.plan.out[i][o]))) {
+      kinds[o] = MemoryKind::Activations;
+    }
+  }
+  std::vector<Array> outs = run_node(i, ins, kinds, ctx, ctx.training);
+  if (p.recompute) states_[i] = {};
+  kept_out_[i].resize(n.outputs.size());
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    if (t < 0) continue;
+    if (p.keep_output[o]) kept_out_[i][o] = outs[o];
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+    values_[t] = home == sh_.plan.out[i][o] ? outs[o]
+                                            : move(outs[o], t, sh_.plan.out[i][o], home,
+                                                   home_kept_[static_cast<size_t>(t)] ? MemoryKind::Activations : MemoryKind::Transients);
+  }
+  for (int t : n.inputs) {
+    if (t >= 0 && !is_output[static_cast<size_t>(t)] && plan_.last_forward_use[static_cast<size_t>(t)] <= static_cast<int>(i)) values_.erase(t);
+  }
+}
+
+void ShardedExecutor::backward_node(size_t i, const StepContext& ctx) {
+  const Node& n = g_.nodes[i];
+  const NodeSchedule& p = plan_.nodes[i];
+  std::vector<Array> douts(n.outputs.size());
+  std::vector<const Array*> dout;
+  bool any = false;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const int t = n.outputs[o];
+    auto it = t < 0 ? grads_.end() : grads_.find(t);
+    if (it == grads_.end()) {
+      dout.push_back(nullptr);
+      continue;
+    }
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+    douts[o] = home == sh_.plan.out[i][o] ? it->second : move_gradient_back(it->second, t, sh_.plan.out[i][o], home);
+    dout.push_back(&douts[o]);
+    any = true;
+  }
+  if (p.backward && any) run_backward(i, dout, ctx);
+  for (int t : n.outputs)
+    if (t >= 0) grads_.erase(t);
+  kept_in_[i].clear();
+  kept_out_[i].clear();
+  states_[i] = {};
+}
+
+void ShardedExecutor::run_backward(size_t i, std::vector<const Array*> dout, const StepContext& ctx) {
+  const Node& n = g_.nodes[i];
+  const NodeSchedule& p = plan_.nodes[i];
+  if (p.recompute && !rerun_[i]) rerun(i, ctx);
+  // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
+  Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
+  for (auto& d : dout) d = f32(d);
+  std::vector<const Array*> in, out;
+  std::vector<Shape> in_shapes;
+  for (size_t q = 0; q < n.inputs.size(); ++q) {
+    const int t = n.inputs[q];
+    if (t >= 0 && p.need_input[q] && !kept_in_[i][q].defined()) kept_in_[i][q] = input_of(i, q, ctx);
+    in.push_back(t >= 0 && p.need_input[q] ? f32(&kept_in_[i][q]) : nullptr);
+    in_shapes.push_back(t >= 0 ? local(t, sh_.plan.in[i][q]) : Shape{});
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) out.push_back(n.outputs[o] >= 0 && p.need_output[o] ? f32(&kept_out_[i][o]) : nullptr);
+  std::vector<Array> dins(n.inputs.size());
+  std::vector<Array*> din;
+  for (size_t q = 0; q < n.inputs.size(); ++q) {
+    if (!p.input_grad[q]) {
+      din.push_back(nullptr);
+      continue;
+    }
+    dins[q] = Array(DType::F32, in_shapes[q], backend_.allocator(), MemoryKind::Transients);
+    din.push_back(&dins[q]);
+  }
+  kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
+  f32.clear();  // float32 copies: gone before the gradients are stored
+  for (size_t q = 0; q < n.inputs.size(); ++q) {
+    if (!p.input_grad[q]) continue;
+    const int t = n.inputs[q];
+    const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
+    // A gradient travels in its storage dtype (bfloat16 under mixed precision, as planned);
+    // one that stays is accumulated from float32 directly (rounded once, as on one device).
+    Array d = home == sh_.plan.in[i][q] ? dins[q] : move_gradient_back(stored(dins[q], t, MemoryKind::Transients), t, home, sh_.plan.in[i][q]);
+    dins[q] = Array();
+    add_gradient(t, d);
+  }
+}
+
+void ShardedExecutor::add_gradient(int t, const Array& d) {
+  if (flat_.count(t)) {
+    auto it = full_grads_.find(t);
+    if (it == full_grads_.end()) {
+      it = full_grads_.emplace(t, Array(gradient_dtype(), d.shape(), backend_.allocator(), MemoryKind::Transients)).first;
+      backend_.fill(it->second, 0.0);
+    }
+    backend_.accumulate(it->second, d);
+  } else if (auto root = root_grads_.find(t); root != root_grads_.end()) {
+    backend_.accumulate(root->second, d);
+  } else if (auto it = grads_.find(t); it != grads_.end()) {
+    backend_.accumulate(it->second, d);
+  } else {
+    grads_[t] = stored(d, t, MemoryKind::Transients);
+  }
 }
 
 Array ShardedExecutor::move_flat(const Array& x, int64_t size, const Layout& from, const Layout& to, MemoryKind kind, bool consume) {

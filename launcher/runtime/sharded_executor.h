@@ -122,6 +122,16 @@ class ShardedExecutor final : public GradientSource {
   DType storage_dtype(int t) const;  // bfloat16 for float tensors under mixed precision
   DType gradient_dtype() const { return bf16_ ? DType::BF16 : DType::F32; }
   Array stored(const Array& a, int t, MemoryKind kind) const;  // a in tensor t's storage dtype
+  // The step's parts, in order: fresh per-step state; this worker's shards of the global batch
+  // (the inputs given up) and the target's in its loss layout; one node's forward; one node's
+  // backward (its output gradients moved to the layouts it produced), the kernel's part of it, and
+  // one input gradient added where tensor t's gradient accumulates.
+  void begin_step();
+  Array take_batch(std::vector<Array>& inputs, Array target);
+  void forward_node(size_t i, const StepContext& ctx, const std::vector<bool>& is_output);
+  void backward_node(size_t i, const StepContext& ctx);
+  void run_backward(size_t i, std::vector<const Array*> dout, const StepContext& ctx);
+  void add_gradient(int t, const Array& d);
   // Node i's kernel on `ins` (its local shards in the layouts it needs); outputs allocated as `kinds`.
   std::vector<Array> run_node(size_t i, const std::vector<Array>& ins, const std::vector<MemoryKind>& kinds, const StepContext& ctx,
                               bool updates);
