@@ -126,6 +126,10 @@ class ShardedExecutor final : public GradientSource {
   // (the inputs given up) and the target's in its loss layout; one node's forward; one node's
   // backward (its output gradients moved to the layouts it produced), the kernel's part of it, and
   // one input gradient added where tensor t's gradient accumulates.
+  // Construction: what the optimizer updates per parameter (optimizer_weights_, flat_ for ZeRO-2)
+  // and the gradient buckets (buckets_, bucket_of_, root_grads_); sharded_state.cc.
+  void setup_optimizer_weights();
+  void setup_buckets();
   void begin_step();
   Array take_batch(std::vector<Array>& inputs, Array target);
   void forward_node(size_t i, const StepContext& ctx, const std::vector<bool>& is_output);
