@@ -85,51 +85,30 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
 
 }  // namespace
 
-int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
-  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
-  check_checkpoint_paths(s);
-  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
-  remove_stale_run_dirs();
-  char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
-  if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
-  const std::string dir = tmpl;
-  std::ofstream(dir + "/launcher.pid") << getpid() << "\n";
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{dir};
-  struct sigaction sa {};
-  sa.sa_handler = on_stop;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+namespace {
 
-  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
-  std::vector<std::string> worker_argv = argv;
-  std::string plan = s.plan.value_or("");
-  if (plan.empty()) {
-    plan = dir + "/plan.json";
-    std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
-                                        std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", plan,
-                                        "--dtype", s.dtype.value_or("fp32")};
-    for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
-    out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
-    const int status = run_to_end(planner, dir + "/plan.log");
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-      err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
-      return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
-    }
-    std::ifstream log(dir + "/plan.log");
-    for (std::string line; std::getline(log, line);)
-      if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
-    worker_argv.insert(worker_argv.end(), {"--plan", plan});
+// `tensoropt plan` for the run's model on `gpus` workers into DIR/plan.json, its chosen line
+// echoed. Returns 0, or the exit code the launcher ends with when planning failed.
+int plan_for_workers(const TrainSettings& s, int gpus, const std::string& dir, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
+                                      std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", dir + "/plan.json",
+                                      "--dtype", s.dtype.value_or("fp32")};
+  for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
+  out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
+  const int status = run_to_end(planner, dir + "/plan.log");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
+    return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
   }
-  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});
-  out << std::flush;
+  std::ifstream log(dir + "/plan.log");
+  for (std::string line; std::getline(log, line);)
+    if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
+  return 0;
+}
 
+// Forks `gpus` workers running `argv` with RANK, WORLD_SIZE and LOCAL_RANK set and the file store
+// in `dir`; each dies with this process. Rank 0 keeps stdout.
+std::vector<pid_t> start_workers(const std::vector<std::string>& argv, int gpus, const std::string& dir) {
   std::vector<pid_t> pids;
   const pid_t self = getpid();
   for (int r = 0; r < gpus; ++r) {
@@ -147,16 +126,21 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
         if (fd >= 0) dup2(fd, STDOUT_FILENO);
       }
       std::vector<char*> args;
-      for (const std::string& a : worker_argv) args.push_back(const_cast<char*>(a.c_str()));
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);
       execv("/proc/self/exe", args.data());
       _exit(127);
     }
     pids.push_back(pid);
   }
-  // Wait for every worker; the first that ends badly, or a stop signal, takes the group down.
+  return pids;
+}
+
+// Waits for every worker; the first that ends badly, or a stop signal, takes the group down
+// (SIGTERM, then SIGKILL after 5 s). Returns the launcher's exit code, having said why.
+int wait_for_workers(const std::vector<pid_t>& pids, std::ostream& err) {
   std::vector<bool> done(pids.size(), false);
-  int left = gpus, failed_rank = -1, failed_status = 0;
+  int left = static_cast<int>(pids.size()), failed_rank = -1, failed_status = 0;
   std::chrono::steady_clock::time_point stopping{};
   bool stop_sent = false;
   while (left > 0) {
@@ -190,12 +174,46 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
     return 130;
   }
   if (failed_rank >= 0) {
-    err << "tensoropt: error: rank " << failed_rank << " of " << gpus << " " << how_it_ended(failed_status)
+    err << "tensoropt: error: rank " << failed_rank << " of " << pids.size() << " " << how_it_ended(failed_status)
         << "; the other workers were stopped\n";
     return WIFEXITED(failed_status) && WEXITSTATUS(failed_status) == 2 ? 2 : 1;
   }
   return 0;
 }
 
+}  // namespace
+
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
+  check_checkpoint_paths(s);
+  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
+  remove_stale_run_dirs();
+  char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
+  if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
+  const std::string dir = tmpl;
+  std::ofstream(dir + "/launcher.pid") << getpid() << "\n";
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{dir};
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
+  std::vector<std::string> worker_argv = argv;
+  if (!s.plan) {
+    if (const int code = plan_for_workers(s, gpus, dir, out, err); code != 0) return code;
+    worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
+  }
+  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});
+  out << std::flush;
+  return wait_for_workers(start_workers(worker_argv, gpus, dir), err);
+}
 
 }  // namespace tensoropt
