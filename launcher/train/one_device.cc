@@ -137,9 +137,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   }
   check_checkpoint_paths(s);
 
-  out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr "
-      << s.optimizer.lr << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
-      << (eo.bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
+  out << model_line(s, g.batch, eo.bf16);
   out << "device   " << backend.name() << ", " << threads << " thread(s), " << facts.line << "; predicted by the analytic model of cluster '"
       << s.cluster << "'\n";
   if (stored) {
@@ -173,12 +171,10 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   }
   if (s.report) {
     nlohmann::ordered_json report;
-    report["model"] = {{"path", s.model}, {"batch", g.batch}};
+    report["model"] = report_model(s, g.batch);
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
-    report["device"] = {{"kind", backend.name()}, {"threads", threads}};
-    for (const auto& [key, value] : facts.fields) report["device"][key] = value;
-    report["device"]["cluster"] = s.cluster;
-    report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+    report["device"] = report_device(backend, /*workers=*/0, threads, s.cluster);
+    report["optimizer"] = report_optimizer(s);
     report["dtype"] = std::string(planner::precision_name(precision));
     report["steps"] = loop.steps;
     report["predicted"] = against.predicted;

@@ -1,5 +1,7 @@
 #include "launcher/train/report.h"
 
+#include <sstream>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -92,6 +94,29 @@ ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predi
   r.predicted["memory_by_kind"] = pk;
   r.measured["memory_by_kind_at_peak"] = mk;
   return r;
+}
+
+std::string model_line(const TrainSettings& s, int64_t batch, bool bf16) {
+  std::ostringstream line;
+  line << "model    " << s.model << ", batch " << batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr " << s.optimizer.lr
+       << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
+       << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
+  return line.str();
+}
+
+nlohmann::ordered_json report_model(const TrainSettings& s, int64_t batch) { return {{"path", s.model}, {"batch", batch}}; }
+
+nlohmann::ordered_json report_device(const runtime::Backend& backend, int workers, int threads, const std::string& cluster) {
+  nlohmann::ordered_json d = {{"kind", backend.name()}};
+  if (workers > 0) d["workers"] = workers;
+  d["threads"] = threads;
+  for (const auto& [key, value] : backend.facts().fields) d[key] = value;
+  d["cluster"] = cluster;
+  return d;
+}
+
+nlohmann::ordered_json report_optimizer(const TrainSettings& s) {
+  return {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
 }
 
 }  // namespace tensoropt

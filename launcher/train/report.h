@@ -11,6 +11,8 @@
 
 #include "graph/units.h"  // bytes_human
 #include "launcher/runtime/allocator.h"
+#include "launcher/runtime/backend.h"
+#include "launcher/train/settings.h"
 #include "planner/parallel/cluster.h"
 #include "planner/space/space.h"
 
@@ -24,6 +26,17 @@ planner::Cluster worker_cluster(const std::string& name, int threads);
 
 // "step 3     loss 4.16337    time 125.1 ms        32.0 samples/s   memory 439.92 KiB (peak 817.92 KiB)"
 std::string step_line(int64_t step, double loss, double seconds, int64_t batch, double live_bytes, double peak_bytes);
+
+// "model    m.onnx, batch 4, adam lr 0.001, cross-entropy, fp32\n": what a run trains, as both
+// runs print it first.
+std::string model_line(const TrainSettings& s, int64_t batch, bool bf16);
+
+// The report's opening objects, as both runs write them: "model", then "device" (the backend,
+// `workers` for a group's worker (0: the one-device run), threads, the backend's facts, the cluster predicted on)
+// and "optimizer" (docs/runtime.md "--report JSON"); the caller adds "strategy" between.
+nlohmann::ordered_json report_model(const TrainSettings& s, int64_t batch);
+nlohmann::ordered_json report_device(const runtime::Backend& backend, int workers, int threads, const std::string& cluster);
+nlohmann::ordered_json report_optimizer(const TrainSettings& s);
 
 // One worker's figures for the closing table: its median step, its allocator's peak and each
 // memory kind's bytes at the moment of that peak (MemoryStats::at_peak).

@@ -192,9 +192,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
   const bool lead = place.rank == 0;
   if (lead) {
-    out << "model    " << s.model << ", batch " << g.batch << ", " << runtime::optimizer_kind_name(s.optimizer.kind) << " lr " << s.optimizer.lr
-        << ", " << (s.loss == runtime::LossKind::CrossEntropy ? "cross-entropy" : "mse")
-        << (bf16 ? ", bf16 mixed precision (fp32 master weights)" : ", fp32") << "\n";
+    out << model_line(s, g.batch, bf16);
     out << "workers  " << place.world << " (" << place.from << "), " << backend.name() << ", " << threads << " thread(s) each, " << facts.line
         << ", Gloo; mesh " << predicted.mesh.str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
@@ -224,12 +222,10 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   const ReportPair against = print_group_table(out, predicted, all, place.world);
   if (s.report) {
     nlohmann::ordered_json report;
-    report["model"] = {{"path", s.model}, {"batch", g.batch}};
+    report["model"] = report_model(s, g.batch);
     report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-    report["device"] = {{"kind", backend.name()}, {"workers", place.world}, {"threads", threads}};
-    for (const auto& [key, value] : facts.fields) report["device"][key] = value;
-    report["device"]["cluster"] = s.cluster;
-    report["optimizer"] = {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+    report["device"] = report_device(backend, place.world, threads, s.cluster);
+    report["optimizer"] = report_optimizer(s);
     report["dtype"] = bf16 ? "bf16" : "fp32";
     report["steps"] = loop.steps;
     report["predicted"] = against.predicted;
