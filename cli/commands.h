@@ -10,6 +10,10 @@
 
 namespace tensoropt::cli {
 
+// The batch `plan` takes when --batch is not given: this many per GPU at the largest count asked
+// for; `inspect` (one device) takes it for a model whose batch axis is dynamic.
+inline constexpr int64_t kDefaultBatchPerDevice = 8;
+
 struct InspectArgs {
   std::string model;
   std::optional<int64_t> batch;

@@ -109,6 +109,7 @@ void print_text(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
 int run_inspect(const InspectArgs& args, std::ostream& out) {
   ImportOptions opt;
   opt.batch = args.batch;
+  opt.dynamic_batch = kDefaultBatchPerDevice;  // a dynamic batch axis takes plan's default for one device
   opt.frozen = args.frozen;
   Graph g = import_onnx_file(args.model, opt);
   ModelSummary s = summarize(g);

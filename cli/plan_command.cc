@@ -192,7 +192,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   settings.param_persistence = args.param_persistence;
   settings.mesh_axes = args.mesh_axes;
   settings.epsilon = args.epsilon;
-  settings.batch = args.batch ? *args.batch : 8 * static_cast<int64_t>(counts.back());
+  settings.batch = args.batch ? *args.batch : kDefaultBatchPerDevice * static_cast<int64_t>(counts.back());
   std::string budget_why;
   if (args.memory_budget) {
     settings.memory_budget = parse_bytes(*args.memory_budget, "--memory-budget");

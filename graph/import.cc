@@ -1,5 +1,6 @@
 #include "graph/import.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -132,7 +133,11 @@ Graph import_steps(const std::string& bytes, const std::string& label, const Imp
     }
     return rebatched(std::move(g), model, *b0, *options.batch, options);
   }
-  specialise_batch(g, options.batch);
+  const bool dynamic = std::any_of(g.inputs.begin(), g.inputs.end(), [&](int t) {
+    const Shape& shape = g.tensors[static_cast<size_t>(t)].shape;
+    return !shape.empty() && shape[0] < 0;
+  });
+  specialise_batch(g, options.batch ? options.batch : dynamic ? options.dynamic_batch : std::nullopt);
   // ONNX's inference sees only a model our own inference found consistent: libonnx crashes on
   // some inconsistent ones (a Reshape whose constant target disagrees with its input).
   infer_static(g);

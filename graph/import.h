@@ -24,6 +24,9 @@ namespace tensoropt {
 
 struct ImportOptions {
   std::optional<int64_t> batch = {};  // re-specialise the batch axis (axis 0 of every data input)
+  // The batch for a model whose batch axis is dynamic when `batch` is not given (inspect's default:
+  // 8, one device's share of plan's 8 per GPU); nullopt: such a model needs `batch`.
+  std::optional<int64_t> dynamic_batch = {};
   bool onnx_cross_check = true;       // also run ONNX shape inference and compare
   // Glob patterns (fnmatch: *, ?, [...]) over tensor names: matching parameters are frozen, kept
   // as buffers and never trained. A pattern that matches no parameter is an InputError.
