@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   pl->add_option("--cluster,-c", plan.cluster, "Cluster preset (h100-sxm, a100-80gb-sxm, cpu) or a cluster .json file")
       ->capture_default_str();
   pl->add_option("--batch,-b", plan.batch, "Global batch size (default: 8 per GPU at the largest count)")->check(CLI::PositiveNumber);
-  pl->add_option("--optimizer", plan.optimizer, "sgd, momentum or adam")->capture_default_str();
+  pl->add_option("--optimizer", plan.optimizer, "sgd, momentum, adam or adamw (costed as adam)")->capture_default_str();
   pl->add_option("--dtype", plan.dtype, "fp32, or bf16 (mixed precision, fp32 master weights)")->capture_default_str();
   pl->add_option("--memory-budget", plan.memory_budget, "Memory per GPU the chosen point must fit, e.g. 60GiB (default: GPU memory less the cluster's reserve)");
   pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")->capture_default_str();
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
   ev->add_option("--point,-p", eval.point, "With a plan file: which point (default: the chosen one)");
   ev->add_option("--cluster,-c", eval.cluster, "With a strategy file: cluster preset or .json (default h100-sxm); with a plan file it must be the plan's");
   ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size (required); with a plan file it must be the plan's")->check(CLI::PositiveNumber);
-  ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum or adam (default adam); with a plan file it must be the plan's");
+  ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum, adam or adamw (default adam); with a plan file it must be the plan's");
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
   rn->add_option("--device", device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
   rn->add_option("--batch,-b", run_batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
-  rn->add_option("--optimizer", optimizer, "sgd, adam or adamw")->capture_default_str();
+  rn->add_option("--optimizer", optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
   rn->add_option("--lr", train.optimizer.lr, "Learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
   rn->add_option("--momentum", train.optimizer.momentum, "SGD momentum")->capture_default_str()->check(CLI::NonNegativeNumber);
   rn->add_option("--weight-decay", train.optimizer.weight_decay, "Weight decay (L2 for sgd and adam, decoupled for adamw)")
@@ -192,6 +192,7 @@ int main(int argc, char** argv) {
       train.device = device;
       if (run_batch > 0) train.batch = run_batch;
       train.optimizer.kind = runtime::parse_optimizer_kind(optimizer);
+      if (optimizer == "momentum" && train.optimizer.momentum == 0) train.optimizer.momentum = 0.9;
       if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
       else if (loss == "mse") train.loss = runtime::LossKind::Mse;
       else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");

@@ -13,8 +13,8 @@ Precision parse_precision(std::string_view text) {
 Optimizer parse_optimizer(std::string_view text) {
   if (text == "sgd") return Optimizer::Sgd;
   if (text == "momentum") return Optimizer::Momentum;
-  if (text == "adam") return Optimizer::Adam;
-  throw InputError("--optimizer: unknown optimizer '" + std::string(text) + "' (accepted: sgd, momentum, adam)");
+  if (text == "adam" || text == "adamw") return Optimizer::Adam;  // AdamW keeps and reads what Adam does
+  throw InputError("--optimizer: unknown optimizer '" + std::string(text) + "' (accepted: " + std::string(kOptimizerNames) + ")");
 }
 
 std::string_view precision_name(Precision p) { return p == Precision::Bf16 ? "bf16" : "fp32"; }

@@ -31,7 +31,10 @@ enum class Precision : uint8_t { Fp32, Bf16 };
 enum class Optimizer : uint8_t { Sgd, Momentum, Adam };
 
 Precision parse_precision(std::string_view text);  // "fp32" | "bf16"
-Optimizer parse_optimizer(std::string_view text);  // "sgd" | "momentum" | "adam"
+// The optimizers every command names the same way (plan, evaluate and run): SGD, SGD with
+// momentum, Adam and AdamW. The planner costs AdamW as Adam (the same state, the same passes).
+inline constexpr std::string_view kOptimizerNames = "sgd, momentum, adam, adamw";
+Optimizer parse_optimizer(std::string_view text);  // one of kOptimizerNames
 std::string_view precision_name(Precision p);
 std::string_view optimizer_name(Optimizer o);
 

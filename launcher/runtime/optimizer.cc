@@ -7,10 +7,10 @@
 namespace tensoropt::runtime {
 
 OptimizerKind parse_optimizer_kind(std::string_view text) {
-  if (text == "sgd") return OptimizerKind::Sgd;
+  if (text == "sgd" || text == "momentum") return OptimizerKind::Sgd;
   if (text == "adam") return OptimizerKind::Adam;
   if (text == "adamw") return OptimizerKind::AdamW;
-  throw InputError("--optimizer: expected sgd, adam or adamw, got '" + std::string(text) + "'");
+  throw InputError("--optimizer: unknown optimizer '" + std::string(text) + "' (accepted: sgd, momentum, adam, adamw)");
 }
 
 std::string_view optimizer_kind_name(OptimizerKind k) {

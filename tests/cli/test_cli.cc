@@ -547,6 +547,22 @@ TEST_CASE("cli: run checks every label and token id a data file feeds before ste
   CHECK(run("run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1 --data " + fixture("mlp.x.npy") + " --labels " + ignored).code == 0);
 }
 
+TEST_CASE("cli: plan, evaluate and run name optimizers with one vocabulary: sgd, momentum, adam, adamw") {
+  const std::string plan = "plan " + model("resnet18.onnx") + " --gpus 2 --batch 8 --mesh-axes 1 --rows 1 --optimizer ";
+  for (const char* o : {"sgd", "momentum", "adam", "adamw"}) {
+    CAPTURE(o);
+    CHECK(run(plan + o).code == 0);
+    CHECK(run("run " + fixture("mlp.onnx") + " --steps 1 --batch 4 --threads 1 --optimizer " + o).code == 0);
+  }
+  // AdamW is costed as Adam: the same state and passes.
+  CHECK(run(plan + "adamw").out == run(plan + "adam").out);
+  for (const std::string& cmd : {plan + "lamb", "run " + fixture("mlp.onnx") + " --steps 1 --optimizer lamb"}) {
+    Result r = run(cmd);
+    CHECK(r.code == 2);
+    CHECK(has(r.err, "unknown optimizer 'lamb' (accepted: sgd, momentum, adam, adamw)"));
+  }
+}
+
 TEST_CASE("cli: run refuses bad input with one line and exit code 2, writing nothing") {
   auto save = (temp_dir() / "never.onnx").string();
   // The fixture's shapes (x [12,16] float32, y [12] int64) in types that do not fit.
