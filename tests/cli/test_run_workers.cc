@@ -184,6 +184,18 @@ TEST_CASE("run --plan: workers run the plan file's sharding data, refuse data th
   same_losses(losses(report), want);
 }
 
+TEST_CASE("run --gpus 2 with dropout: every sharding draws the one-device masks, so the losses are the one device's") {
+  // A default training-mode export keeps its Dropout nodes active; each mask element is a function
+  // of the seed, the step, the node and its index in the whole tensor.
+  test::TempDir dir;
+  const std::string model = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/user_exports/gpt_train_inline_b4.onnx";
+  Result one = sh(kBin + " run " + model + " --steps 3 --threads 1 --report " + dir.path + "/one.json", dir.path);
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  Result two = sh(kBin + " run " + model + " --gpus 2 --steps 3 --threads 1 --report " + dir.path + "/two.json", dir.path);
+  REQUIRE_MESSAGE(two.code == 0, two.err);
+  same_losses(losses(dir.path + "/two.json"), losses(dir.path + "/one.json"));
+}
+
 TEST_CASE("run --dtype bf16 on 2 and 4 workers: mixed precision at any point follows the one-device bf16 run, and resumes to the bit") {
   // bfloat16 rounds partial sums and gradients where the workers exchange them, so the losses
   // follow the one-device bf16 run to relative 2e-3 (tests/launcher/runtime/test_sharded.cc says why); the

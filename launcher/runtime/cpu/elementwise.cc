@@ -100,8 +100,9 @@ void clip_backward(const GradCall& c) {
 // ---- Dropout(data, ratio = 0.5, training_mode = false) -> (output, mask?). Active when the step
 // trains (StepContext::training), training_mode is true and ratio > 0 (the catalogue's rule; the
 // opset 7-11 forms have no training_mode and are always inactive). Active: element i is kept when
-// the top 24 bits of hash(seed, step, node, i) are >= ratio·2^24, so any shard can compute its
-// part of the same mask; y = x·(kept ? 1/(1 - ratio) : 0) and dx = dy·(kept ? 1/(1 - ratio) : 0),
+// the top 24 bits of hash(seed, step, node, i) are >= ratio·2^24, with i the element's index in
+// the whole tensor (a worker's shard reads its offsets in OpCall::shard), so every sharding draws
+// the one-device mask; y = x·(kept ? 1/(1 - ratio) : 0) and dx = dy·(kept ? 1/(1 - ratio) : 0),
 // multiplied as PyTorch does (ratio = 1 drops everything). The state keeps the mask (1 byte per
 // element) and the scale (4 bytes). Inactive: y = x, the mask output all true, dx = dy.
 uint64_t splitmix64(uint64_t z) {
@@ -110,6 +111,31 @@ uint64_t splitmix64(uint64_t z) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+// The rows along the last axis of a (local) tensor of `shape` and, with `shard`, where each row
+// starts in the whole tensor (input 0's global shape and offsets); without it the tensor is whole.
+struct GlobalRows {
+  int64_t count = 1, length = 1;
+  Shape local, global;
+  std::vector<int64_t> offset;
+  GlobalRows(const Shape& shape, const ShardInfo* shard) : local(shape) {
+    length = shape.empty() ? 1 : shape.back();
+    count = length > 0 ? numel(shape) / length : 0;
+    global = shard ? shard->global[0] : shape;
+    offset = shard ? shard->offset[0] : std::vector<int64_t>(shape.size(), 0);
+  }
+  // The whole tensor's linear index of local row r's first element.
+  int64_t global_start(int64_t r) const {
+    int64_t index = 0, stride = 1;
+    for (size_t a = local.size(); a-- > 0;) {
+      const int64_t k = a + 1 == local.size() ? 0 : r % local[a];
+      if (a + 1 != local.size()) r /= local[a];
+      index += (k + offset[a]) * stride;
+      stride *= global[a];
+    }
+    return index;
+  }
+};
 
 bool dropout_active(const OpCall& c, double* ratio) {
   *ratio = 0.5;
@@ -142,11 +168,17 @@ void dropout_forward(const OpCall& c) {
   const float* px = x.data<float>();
   float* py = y.data<float>();
   uint8_t* pm = mask.data<uint8_t>();
-  parallel_for(x.numel(), kElementwiseGrain, c.ctx.threads, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) {
-      const bool keep = (splitmix64(key + static_cast<uint64_t>(i)) >> 40) >= threshold;
-      pm[i] = keep;
-      py[i] = px[i] * pick(keep, s, 0.0f);
+  // Row by row along the last axis: a row's elements are consecutive in the whole tensor too.
+  const GlobalRows rows(x.shape(), c.shard);
+  parallel_for(rows.count, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, rows.length)), c.ctx.threads,
+               [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const uint64_t first = key + static_cast<uint64_t>(rows.global_start(r));
+      for (int64_t j = 0, i = r * rows.length; j < rows.length; ++j, ++i) {
+        const bool keep = (splitmix64(first + static_cast<uint64_t>(j)) >> 40) >= threshold;
+        pm[i] = keep;
+        py[i] = px[i] * pick(keep, s, 0.0f);
+      }
     }
   });
   if (mask_out) copy_bytes(mask, *mask_out, c.ctx.threads);
