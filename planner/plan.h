@@ -49,8 +49,8 @@ struct PlanOptions {
   // redone with epsilon 0.01 and the mesh marked approximate; one that still would is skipped and
   // named. 0: no limit.
   int64_t max_planner_bytes = int64_t{4} << 30;
-  // Progress lines ("8 GPUs, mesh [2 intra, 4 intra]: 310/702 variables, 1.2 s"), at most a few
-  // a second; the caller prints them.
+  // Progress lines ("8 GPUs, mesh [2 intra, 4 intra]: 310/702 variables, 12 MiB, 1.2 s": the mesh's
+  // solve so far), two a second for its first ten seconds, then one every five; the caller prints them.
   std::function<void(const std::string&)> progress;
 };
 

@@ -88,12 +88,16 @@ bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, 
   for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
   double last = -1;
   if (options.progress) {
+    // A line every half second for the first ten, then every five: a long solve says how far it
+    // is and how long it has run without flooding the terminal.
     ft.progress = [&](const FtProgress& p) {
-      if (p.seconds - last < 0.5 && p.eliminated != p.total) return;
+      if (p.seconds - last < (p.seconds < 10 ? 0.5 : 5.0) && p.eliminated != p.total) return;
       last = p.seconds;
+      char elapsed[32];
+      std::snprintf(elapsed, sizeof elapsed, "%.1f s", p.seconds);
       std::lock_guard<std::mutex> hold(context.progress_lock);
       options.progress(label + ": " + std::to_string(p.eliminated) + "/" + std::to_string(p.total) + " variables, " +
-                       std::to_string(p.factor_bytes >> 20) + " MiB");
+                       std::to_string(p.factor_bytes >> 20) + " MiB, " + elapsed);
     };
   }
   if (!solve_or_skip(slot, std::move(ft), max_bytes)) return true;
