@@ -4,7 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
 #if defined(__GLIBC__)
 #include <limits.h>
 #include <malloc.h>
@@ -53,43 +55,60 @@ void restart_with_huge_pages(int argc, char** argv) {
 }
 #endif
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace tensoropt;
-#if defined(__GLIBC__) && defined(__linux__)
-  restart_with_huge_pages(argc, argv);
-#endif
 #if defined(__GLIBC__)
-  // FT allocates and frees large frontier buffers step after step, on several threads. By default
-  // glibc hands freed memory at the top of the heap back to the kernel and serves blocks over a
-  // few MiB with fresh mmaps, so the same pages are faulted in again and again (about a tenth of
-  // `plan`'s time on GPT-2 and ViT). Keep freed memory for reuse instead.
+// FT allocates and frees large frontier buffers step after step, on several threads. By default
+// glibc hands freed memory at the top of the heap back to the kernel and serves blocks over a
+// few MiB with fresh mmaps, so the same pages are faulted in again and again (about a tenth of
+// `plan`'s time on GPT-2 and ViT). Keep freed memory for reuse instead.
+void keep_freed_memory() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   mallopt(M_TOP_PAD, 64 << 20);
+}
 #endif
-  CLI::App app{"tensoropt: plan and run data and tensor parallel training of ONNX models"};
-  app.require_subcommand(0, 1);
-  bool version = false;
-  app.add_flag("--version", version, "Print the version, CUDA support and library versions, then exit");
 
-  cli::InspectArgs inspect;
+// Each subcommand's options, bound to the fields CLI11 fills in; `command` is set once it is added
+// and tells whether it was given.
+
+struct Inspect {
+  tensoropt::cli::InspectArgs args;
   int64_t batch = 0;
-  CLI::App* ins = app.add_subcommand("inspect", "What is in a model: ops, parameters, FLOPs, activation memory");
-  ins->add_option("model", inspect.model, "ONNX model file")->required();
-  ins->add_option("--batch,-b", batch, "Batch size: sets the batch axis (axis 0) of every data input; a fixed-batch export is re-batched")
+  CLI::App* command = nullptr;
+};
+
+void add_inspect(CLI::App& app, Inspect& o) {
+  CLI::App* ins = o.command = app.add_subcommand("inspect", "What is in a model: ops, parameters, FLOPs, activation memory");
+  ins->add_option("model", o.args.model, "ONNX model file")->required();
+  ins->add_option("--batch,-b", o.batch, "Batch size: sets the batch axis (axis 0) of every data input; a fixed-batch export is re-batched")
       ->check(CLI::PositiveNumber);
-  ins->add_flag("--json", inspect.json, "Print JSON instead of text (format in docs/cli.md)");
-  ins->add_flag("--verbose,-v", inspect.verbose, "List every node with its shapes, FLOPs and saved bytes");
-  ins->add_option("--frozen", inspect.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
+  ins->add_flag("--json", o.args.json, "Print JSON instead of text (format in docs/cli.md)");
+  ins->add_flag("--verbose,-v", o.args.verbose, "List every node with its shapes, FLOPs and saved bytes");
+  ins->add_option("--frozen", o.args.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
+}
 
+int run_inspect(Inspect& o) {
+  if (o.batch > 0) o.args.batch = o.batch;
+  return tensoropt::cli::run_inspect(o.args, std::cout);
+}
+
+struct Ops {
   bool markdown = false;
-  CLI::App* ops = app.add_subcommand("ops", "List the supported ONNX ops with their FLOP formulas");
-  ops->add_flag("--markdown", markdown, "Print the table of docs/ops.md");
+  CLI::App* command = nullptr;
+};
 
-  cli::PlanArgs plan;
-  CLI::App* pl = app.add_subcommand("plan", "The Pareto frontier of (time per step, memory per GPU) over parallel strategies");
+void add_ops(CLI::App& app, Ops& o) {
+  o.command = app.add_subcommand("ops", "List the supported ONNX ops with their FLOP formulas");
+  o.command->add_flag("--markdown", o.markdown, "Print the table of docs/ops.md");
+}
+
+struct Plan {
+  tensoropt::cli::PlanArgs args;
+  CLI::App* command = nullptr;
+};
+
+void add_plan(CLI::App& app, Plan& o) {
+  tensoropt::cli::PlanArgs& plan = o.args;
+  CLI::App* pl = o.command = app.add_subcommand("plan", "The Pareto frontier of (time per step, memory per GPU) over parallel strategies");
   pl->add_option("model", plan.model, "ONNX model file")->required();
   pl->add_option("--gpus,-g", plan.gpus, "GPU counts: 8, a list 1,2,4,8, or a range 1-64 (powers of two)")->required();
   pl->add_option("--cluster,-c", plan.cluster, "Cluster preset (h100-sxm, a100-80gb-sxm, cpu) or a cluster .json file")
@@ -117,9 +136,16 @@ int main(int argc, char** argv) {
   pl->add_option("--planner-memory", plan.planner_memory,
                  "Largest working set of FT, shared by the meshes solved side by side, e.g. 8GiB (0: no limit); a mesh over its share is solved again with epsilon 0.01, or skipped, and named")
       ->capture_default_str();
+}
 
-  cli::EvaluateArgs eval;
-  CLI::App* ev = app.add_subcommand("evaluate", "The cost of one strategy, with its breakdown");
+struct Evaluate {
+  tensoropt::cli::EvaluateArgs args;
+  CLI::App* command = nullptr;
+};
+
+void add_evaluate(CLI::App& app, Evaluate& o) {
+  tensoropt::cli::EvaluateArgs& eval = o.args;
+  CLI::App* ev = o.command = app.add_subcommand("evaluate", "The cost of one strategy, with its breakdown");
   ev->add_option("model", eval.model, "ONNX model file")->required();
   ev->add_option("--strategy,-s", eval.strategy, "A plan file (plan --json) or a strategy file (docs/plan-format.md)")->required();
   ev->add_option("--gpus,-g", eval.gpus, "With a plan file of several GPU counts: which frontier");
@@ -130,26 +156,33 @@ int main(int argc, char** argv) {
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
+}
 
-  TrainSettings train;
-  int run_gpus = 1;
+struct Run {
+  tensoropt::TrainSettings train;
+  int gpus = 1;
   std::string device = "cpu", optimizer = "adam", loss = "cross-entropy";
-  int64_t run_batch = 0;
-  CLI::App* rn = app.add_subcommand("run", "Train the model: forward, loss, backward and optimizer steps, measured against predicted");
-  rn->add_option("model", train.model, "ONNX model file")->required();
-  rn->add_option("--gpus,-g", run_gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+  int64_t batch = 0;
   std::optional<std::string> rendezvous;
-  rn->add_option("--rendezvous", rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
-  rn->add_option("--device", device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
+  CLI::App* command = nullptr;
+};
+
+void add_run(CLI::App& app, Run& o) {
+  tensoropt::TrainSettings& train = o.train;
+  CLI::App* rn = o.command = app.add_subcommand("run", "Train the model: forward, loss, backward and optimizer steps, measured against predicted");
+  rn->add_option("model", train.model, "ONNX model file")->required();
+  rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
+  rn->add_option("--device", o.device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  rn->add_option("--batch,-b", run_batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
-  rn->add_option("--optimizer", optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
+  rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
+  rn->add_option("--optimizer", o.optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
   rn->add_option("--lr", train.optimizer.lr, "Learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
   rn->add_option("--momentum", train.optimizer.momentum, "SGD momentum")->capture_default_str()->check(CLI::NonNegativeNumber);
   rn->add_option("--weight-decay", train.optimizer.weight_decay, "Weight decay (L2 for sgd and adam, decoupled for adamw)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
-  rn->add_option("--loss", loss, "cross-entropy (logits [B,C] or [B,T,C] against integer labels) or mse")->capture_default_str();
+  rn->add_option("--loss", o.loss, "cross-entropy (logits [B,C] or [B,T,C] against integer labels) or mse")->capture_default_str();
   rn->add_option("--seed", train.seed, "Seed of synthetic data, weight initialisation and dropout")->capture_default_str();
   rn->add_option("--threads", train.threads, "Kernel threads per process (default: OMP_NUM_THREADS, else the cores shared among the processes)")->check(CLI::PositiveNumber);
   rn->add_option("--data", train.data, "Inputs as a NumPy .npy file [N, ...] (default: synthetic data)");
@@ -162,7 +195,30 @@ int main(int argc, char** argv) {
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(CLI::NonNegativeNumber);
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+}
 
+// Trains in this process, as one worker of a launched group, or by starting `--gpus` workers here.
+int run_run(Run& o, int argc, char** argv) {
+  using namespace tensoropt;
+  TrainSettings& train = o.train;
+  runtime::check_device(o.device);  // an unknown device, or a bad TENSOROPT_GEMM or TENSOROPT_DENORMALS, before anything runs
+  train.device = o.device;
+  if (o.batch > 0) train.batch = o.batch;
+  train.optimizer.kind = runtime::parse_optimizer_kind(o.optimizer);
+  if (o.optimizer == "momentum" && train.optimizer.momentum == 0) train.optimizer.momentum = 0.9;
+  if (o.loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
+  else if (o.loss == "mse") train.loss = runtime::LossKind::Mse;
+  else throw InputError("--loss: expected cross-entropy or mse, got '" + o.loss + "'");
+  // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
+  if (std::optional<WorkerPlace> place = worker_place(o.rendezvous)) return run_worker(train, o.gpus, *place, std::cout, std::cerr);
+  if (o.rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
+  if (o.gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), o.gpus, train, std::cout, std::cerr);
+  return run_training(train, std::cout, std::cerr);
+}
+
+// Parses the command line into the options bound to `app`. Returns nothing to go on, else the exit
+// code: 0 after printing help, 2 after reporting bad usage.
+std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -174,41 +230,60 @@ int main(int argc, char** argv) {
     std::cerr << "tensoropt: " << what << (what.find("--help") == std::string::npos ? " (see --help)" : "") << "\n";
     return 2;
   }
+  return std::nullopt;
+}
 
+// Runs `command`, reporting what it throws: bad input (InputError) exits 2, anything else 1.
+template <class Command>
+int reporting_errors(const Command& command) {
   try {
-    if (version) {
-      std::cout << build_info();
-      return 0;
-    }
-    if (*ins) {
-      if (batch > 0) inspect.batch = batch;
-      return cli::run_inspect(inspect, std::cout);
-    }
-    if (*ops) return cli::run_ops(markdown, std::cout);
-    if (*pl) return cli::run_plan(plan, std::cout, std::cerr);
-    if (*ev) return cli::run_evaluate(eval, std::cout);
-    if (*rn) {
-      runtime::check_device(device);  // an unknown device, or a bad TENSOROPT_GEMM or TENSOROPT_DENORMALS, before anything runs
-      train.device = device;
-      if (run_batch > 0) train.batch = run_batch;
-      train.optimizer.kind = runtime::parse_optimizer_kind(optimizer);
-      if (optimizer == "momentum" && train.optimizer.momentum == 0) train.optimizer.momentum = 0.9;
-      if (loss == "cross-entropy") train.loss = runtime::LossKind::CrossEntropy;
-      else if (loss == "mse") train.loss = runtime::LossKind::Mse;
-      else throw InputError("--loss: expected cross-entropy or mse, got '" + loss + "'");
-      // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
-      if (std::optional<WorkerPlace> place = worker_place(rendezvous)) return run_worker(train, run_gpus, *place, std::cout, std::cerr);
-      if (rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
-      if (run_gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), run_gpus, train, std::cout, std::cerr);
-      return run_training(train, std::cout, std::cerr);
-    }
-    std::cout << app.help();
-    return 2;
-  } catch (const InputError& e) {
+    return command();
+  } catch (const tensoropt::InputError& e) {
     std::cerr << "tensoropt: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "tensoropt: internal error: " << e.what() << "\n";
     return 1;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace tensoropt;
+#if defined(__GLIBC__) && defined(__linux__)
+  restart_with_huge_pages(argc, argv);
+#endif
+#if defined(__GLIBC__)
+  keep_freed_memory();
+#endif
+  CLI::App app{"tensoropt: plan and run data and tensor parallel training of ONNX models"};
+  app.require_subcommand(0, 1);
+  bool version = false;
+  app.add_flag("--version", version, "Print the version, CUDA support and library versions, then exit");
+  Inspect inspect;
+  Ops ops;
+  Plan plan;
+  Evaluate eval;
+  Run run;
+  add_inspect(app, inspect);
+  add_ops(app, ops);
+  add_plan(app, plan);
+  add_evaluate(app, eval);
+  add_run(app, run);
+  if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
+
+  return reporting_errors([&] {
+    if (version) {
+      std::cout << build_info();
+      return 0;
+    }
+    if (*inspect.command) return run_inspect(inspect);
+    if (*ops.command) return cli::run_ops(ops.markdown, std::cout);
+    if (*plan.command) return cli::run_plan(plan.args, std::cout, std::cerr);
+    if (*eval.command) return cli::run_evaluate(eval.args, std::cout);
+    if (*run.command) return run_run(run, argc, argv);
+    std::cout << app.help();
+    return 2;
+  });
 }

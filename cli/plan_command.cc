@@ -167,15 +167,19 @@ void choose(GpuPlan& gp, double budget, const std::string& budget_why, const std
               (pts.empty() ? std::string("?") : bytes_human(pts.back().cost.memory)) + ": use more GPUs" + more;
 }
 
-}  // namespace
-
-int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  std::vector<int> counts = parse_gpu_counts(args.gpus);
+void check_args(const PlanArgs& args) {
   if (!(args.epsilon >= 0) || args.epsilon >= 1) throw InputError("--epsilon must be at least 0 and below 1");
   if (args.mesh_axes < 1 || args.mesh_axes > 3) throw InputError("--mesh-axes must be 1, 2 or 3");
   if (args.rows < 0) throw InputError("--rows must be 0 (all) or more");
+}
+
+// The settings the flags give, and the memory budget's origin in words (for the chosen point's reason).
+struct SettingsAndBudget {
+  PlanSettings settings;
+  std::string budget_why;
+};
+
+SettingsAndBudget plan_settings(const PlanArgs& args, const std::vector<int>& counts) {
   PlanSettings settings;
   settings.model_path = args.model;
   settings.cluster = load_cluster(args.cluster);
@@ -199,9 +203,109 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
     budget_why = "--memory-budget";
   } else {
     settings.memory_budget = settings.cluster.usable_memory();
-    budget_why = bytes_human(settings.cluster.gpu.memory_bytes) + " of GPU memory less a " +
-                 bytes_human(settings.cluster.memory_reserve_bytes) + " reserve for the CUDA context, NCCL and allocator slack";
+    const bool cpu = settings.cluster.cpu_workers();
+    budget_why = bytes_human(settings.cluster.gpu.memory_bytes) + (cpu ? " of memory per CPU worker less a " : " of GPU memory less a ") +
+                 bytes_human(settings.cluster.memory_reserve_bytes) +
+                 (cpu ? " reserve for the process, Gloo and allocator slack" : " reserve for the CUDA context, NCCL and allocator slack");
   }
+  return {std::move(settings), std::move(budget_why)};
+}
+
+using Clock = std::chrono::steady_clock;
+
+// The planner's options; its progress lines go to `err` once planning has taken over a second,
+// with one hint at --epsilon when an exact frontier takes long (`hinted`: given already).
+PlanOptions plan_options(const PlanArgs& args, const PlanSettings& settings, Clock::time_point start, bool& hinted,
+                         std::ostream& err) {
+  PlanOptions options;
+  options.space.training = settings.training;
+  options.space.recompute = settings.recompute;
+  options.space.recompute_all = settings.recompute_all;
+  options.space.zero = settings.zero;
+  options.space.param_persistence = settings.param_persistence;
+  options.epsilon = settings.epsilon;
+  options.max_mesh_axes = settings.mesh_axes;
+  options.max_planner_bytes =
+      args.planner_memory == "0" ? 0 : static_cast<int64_t>(parse_bytes(args.planner_memory, "--planner-memory"));
+  options.progress = [&err, start, &hinted, epsilon = settings.epsilon](const std::string& line) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    if (elapsed > 1) err << "tensoropt: " << line << std::endl;
+    if (elapsed > kHintSeconds && epsilon == 0 && !hinted) {
+      hinted = true;
+      err << "tensoropt: this exact frontier is large and may take minutes; --epsilon 0.01 gives one with points about 1% apart, usually far faster"
+          << std::endl;
+    }
+  };
+  return options;
+}
+
+// --dump-space: every candidate mesh's strategy space for each GPU count.
+void dump_space(const std::string& path, const std::vector<int>& counts, const PlanSettings& settings, const Graph& graph,
+                const AnalyticCompute& compute, const SpaceOptions& space_options, std::ostream& out) {
+  std::string all = "[";
+  for (size_t i = 0; i < counts.size(); ++i) {
+    std::vector<std::unique_ptr<StrategySpace>> spaces;
+    for (const DeviceMesh& m : candidate_meshes(settings.cluster, counts[i], settings.mesh_axes))
+      spaces.push_back(std::make_unique<StrategySpace>(graph, m, compute, space_options));
+    all += (i ? ",\n" : "\n") + space_json(spaces, counts[i]);
+  }
+  write_output(path, "--dump-space", out, [&](std::ostream& os) { os << all << "\n]\n"; });
+}
+
+void print_header(const PlanArgs& args, const PlanSettings& settings, std::ostream& text) {
+  text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
+       << "\ncluster  " << settings.cluster.name << ": " << settings.cluster.gpu.name << ", " << settings.cluster.gpus_per_node
+       << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     analytic model (docs/cost-model.md)"
+       << (settings.epsilon > 0 ? ", epsilon " + std::to_string(settings.epsilon) : std::string(", exact frontier")) << "\n\n";
+}
+
+// The frontier of each GPU count with its chosen point (and baselines), each printed to `text` as it is found.
+std::vector<GpuPlan> plan_counts(const PlanArgs& args, const std::vector<int>& counts, const SettingsAndBudget& s, const Graph& graph,
+                                 const AnalyticCompute& compute, const PlanOptions& options, std::ostream& text) {
+  const PlanSettings& settings = s.settings;
+  std::vector<GpuPlan> plans;
+  for (int gpus : counts) {
+    GpuPlan gp;
+    gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
+    choose(gp, settings.memory_budget, s.budget_why,
+           !settings.recompute_all
+               ? ", or plan with --recompute all (chains of ops recompute: far less memory for activations)"
+               : "");
+    if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
+    print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
+    plans.push_back(std::move(gp));
+  }
+  return plans;
+}
+
+PlotSpec plot_spec(const PlanArgs& args, const PlanSettings& settings, const std::vector<GpuPlan>& plans) {
+  PlotSpec spec;
+  spec.title = args.model + ", batch " + std::to_string(settings.batch) + ", " + settings.cluster.name;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    PlotCurve c;
+    c.label = std::to_string(plans[i].frontier.gpus) + " GPU" + (plans[i].frontier.gpus == 1 ? "" : "s");
+    for (const PlanPoint& p : plans[i].frontier.points) c.points.push_back({p.cost.time, p.cost.memory});
+    spec.curves.push_back(c);
+    for (const Baseline& b : plans[i].baselines)
+      spec.markers.push_back({b.name + " (" + c.label + ")", {b.cost.time, b.cost.memory}, static_cast<int>(i)});
+  }
+  const GpuPlan& last = plans.back();
+  if (last.chosen >= 0) {
+    const Cost& c = last.frontier.points[static_cast<size_t>(last.chosen)].cost;
+    spec.chosen = PlotPoint{c.time, c.memory};
+  }
+  spec.memory_budget_bytes = settings.memory_budget;
+  return spec;
+}
+
+}  // namespace
+
+int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
+  const auto start = Clock::now();
+  std::vector<int> counts = parse_gpu_counts(args.gpus);
+  check_args(args);
+  SettingsAndBudget s = plan_settings(args, counts);
+  PlanSettings& settings = s.settings;
   check_writable(args.json, "--json");
   check_writable(args.plot, "--plot");
   check_writable(args.dump_space, "--dump-space");
@@ -215,74 +319,14 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
 
   const bool to_stdout = args.json && *args.json == "-";
   std::ostream& text = to_stdout ? err : out;
-  PlanOptions options;
-  options.space.training = settings.training;
-  options.space.recompute = settings.recompute;
-  options.space.recompute_all = settings.recompute_all;
-  options.space.zero = settings.zero;
-  options.space.param_persistence = settings.param_persistence;
-  options.epsilon = settings.epsilon;
-  options.max_mesh_axes = settings.mesh_axes;
-  options.max_planner_bytes =
-      args.planner_memory == "0" ? 0 : static_cast<int64_t>(parse_bytes(args.planner_memory, "--planner-memory"));
   bool hinted = false;
-  options.progress = [&](const std::string& line) {
-    const double elapsed = std::chrono::duration<double>(clock::now() - start).count();
-    if (elapsed > 1) err << "tensoropt: " << line << std::endl;
-    if (elapsed > kHintSeconds && settings.epsilon == 0 && !hinted) {
-      hinted = true;
-      err << "tensoropt: this exact frontier is large and may take minutes; --epsilon 0.01 gives one with points about 1% apart, usually far faster"
-          << std::endl;
-    }
-  };
+  const PlanOptions options = plan_options(args, settings, start, hinted, err);
+  if (args.dump_space) dump_space(*args.dump_space, counts, settings, graph, compute, options.space, out);
 
-  if (args.dump_space) {
-    std::string all = "[";
-    for (size_t i = 0; i < counts.size(); ++i) {
-      std::vector<std::unique_ptr<StrategySpace>> spaces;
-      for (const DeviceMesh& m : candidate_meshes(settings.cluster, counts[i], settings.mesh_axes))
-        spaces.push_back(std::make_unique<StrategySpace>(graph, m, compute, options.space));
-      all += (i ? ",\n" : "\n") + space_json(spaces, counts[i]);
-    }
-    write_output(*args.dump_space, "--dump-space", out, [&](std::ostream& os) { os << all << "\n]\n"; });
-  }
-
-  text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
-       << "\ncluster  " << settings.cluster.name << ": " << settings.cluster.gpu.name << ", " << settings.cluster.gpus_per_node
-       << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     analytic model (docs/cost-model.md)"
-       << (settings.epsilon > 0 ? ", epsilon " + std::to_string(settings.epsilon) : std::string(", exact frontier")) << "\n\n";
-  std::vector<GpuPlan> plans;
-  for (int gpus : counts) {
-    GpuPlan gp;
-    gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
-    choose(gp, settings.memory_budget, budget_why,
-           !settings.recompute_all
-               ? ", or plan with --recompute all (chains of ops recompute: far less memory for activations)"
-               : "");
-    if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
-    print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
-    plans.push_back(std::move(gp));
-  }
+  print_header(args, settings, text);
+  std::vector<GpuPlan> plans = plan_counts(args, counts, s, graph, compute, options, text);
   if (args.json) write_output(*args.json, "--json", out, [&](std::ostream& os) { write_plan_json(os, settings, graph, plans); });
-  if (args.plot) {
-    PlotSpec spec;
-    spec.title = args.model + ", batch " + std::to_string(settings.batch) + ", " + settings.cluster.name;
-    for (size_t i = 0; i < plans.size(); ++i) {
-      PlotCurve c;
-      c.label = std::to_string(plans[i].frontier.gpus) + " GPU" + (plans[i].frontier.gpus == 1 ? "" : "s");
-      for (const PlanPoint& p : plans[i].frontier.points) c.points.push_back({p.cost.time, p.cost.memory});
-      spec.curves.push_back(c);
-      for (const Baseline& b : plans[i].baselines)
-        spec.markers.push_back({b.name + " (" + c.label + ")", {b.cost.time, b.cost.memory}, static_cast<int>(i)});
-    }
-    const GpuPlan& last = plans.back();
-    if (last.chosen >= 0) {
-      const Cost& c = last.frontier.points[static_cast<size_t>(last.chosen)].cost;
-      spec.chosen = PlotPoint{c.time, c.memory};
-    }
-    spec.memory_budget_bytes = settings.memory_budget;
-    write_svg(spec, *args.plot);
-  }
+  if (args.plot) write_svg(plot_spec(args, settings, plans), *args.plot);
   return 0;
 }
 

@@ -179,7 +179,23 @@ double text_width(std::string_view s, double font_size) {
   return em * font_size;
 }
 
-std::string render_svg(const PlotSpec& spec) {
+namespace {
+
+// The chart's frame: the axes over everything drawn and the memory budget, mapped to pixels.
+struct Frame {
+  Axis ax, ay;
+  bool empty = false;      // no usable point: the axes are a default range
+  double budget = -1;      // plain double: GCC 12 misjudges optional
+  bool has_budget = false;
+  bool budget_drawn = false;
+  double px(double t) const { return kLeft + ax.frac(t) * kWidth; }
+  double py(double m) const { return kTop + kHeight - ay.frac(m) * kHeight; }
+};
+
+constexpr double kXEnd = kLeft + kWidth, kYEnd = kTop + kHeight;  // the plot area's right and bottom edges
+
+Frame frame_for(const PlotSpec& spec) {
+  Frame f;
   // Data range over everything drawn; an empty plot gets 0-100 ms by 0-1 GiB.
   double tmin = INFINITY, tmax = -INFINITY, mmax = 0;
   auto see = [&](const PlotPoint& p) {
@@ -191,36 +207,44 @@ std::string render_svg(const PlotSpec& spec) {
   for (const PlotCurve& c : spec.curves) std::for_each(c.points.begin(), c.points.end(), see);
   for (const PlotMarker& m : spec.markers) see(m.point);
   if (spec.chosen) see(*spec.chosen);
-  bool empty = tmin > tmax;
-  if (empty) tmin = 0, tmax = 0.1, mmax = 1024.0 * 1024 * 1024;
-  const double budget = spec.memory_budget_bytes.value_or(-1);  // plain double: GCC 12 misjudges optional
-  const bool has_budget = usable_value(budget);
+  f.empty = tmin > tmax;
+  if (f.empty) tmin = 0, tmax = 0.1, mmax = 1024.0 * 1024 * 1024;
+  f.budget = spec.memory_budget_bytes.value_or(-1);
+  f.has_budget = usable_value(f.budget);
   // A budget far above every point would squash the data into the bottom of the chart: then it is
   // named in the legend only.
-  const bool budget_drawn = has_budget && (empty || budget <= 2 * mmax);
-  if (budget_drawn) mmax = std::max(mmax, budget);
-  Axis ax = make_axis(tmin, tmax, false, {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}});
-  Axis ay = make_axis(0, mmax, true, {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}});
-  auto px = [&](double t) { return kLeft + ax.frac(t) * kWidth; };
-  auto py = [&](double m) { return kTop + kHeight - ay.frac(m) * kHeight; };
+  f.budget_drawn = f.has_budget && (f.empty || f.budget <= 2 * mmax);
+  if (f.budget_drawn) mmax = std::max(mmax, f.budget);
+  f.ax = make_axis(tmin, tmax, false, {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}});
+  f.ay = make_axis(0, mmax, true, {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}});
+  return f;
+}
 
-  // Legend first, to size the canvas: curves, then baselines, chosen point and budget. The canvas
-  // is as wide as the widest text (legend rows and title) needs.
-  const bool has_chosen = spec.chosen && usable(*spec.chosen);
+bool has_chosen(const PlotSpec& spec) { return spec.chosen && usable(*spec.chosen); }
+
+constexpr double kLegendX = kLeft + kWidth + 24;  // the legend's symbol column
+
+// The legend's rows: curves, then baselines, chosen point and budget.
+std::vector<LegendRow> legend_rows(const PlotSpec& spec, const Frame& f) {
   using Symbol = LegendRow::Symbol;
   std::vector<LegendRow> legend;
   for (size_t c = 0; c < spec.curves.size(); ++c) legend.push_back({Symbol::Curve, c, spec.curves[c].label});
   if (!spec.markers.empty()) legend.push_back({Symbol::None, 0, "baselines", 6, "#666666"});
   for (size_t i = 0; i < spec.markers.size(); ++i) legend.push_back({Symbol::Marker, i, spec.markers[i].label});
-  if (has_chosen) legend.push_back({Symbol::Chosen, 0, "chosen for the budget"});
-  if (budget_drawn) legend.push_back({Symbol::Budget, 0, "memory budget"});
-  else if (has_budget) legend.push_back({Symbol::None, 0, "memory budget " + bytes_human(budget) + ", above the chart"});
-  const double lx = kLeft + kWidth + 24;
-  double right = std::max(lx + kLegendW, kLeft + text_width(spec.title, 16));
+  if (has_chosen(spec)) legend.push_back({Symbol::Chosen, 0, "chosen for the budget"});
+  if (f.budget_drawn) legend.push_back({Symbol::Budget, 0, "memory budget"});
+  else if (f.has_budget) legend.push_back({Symbol::None, 0, "memory budget " + bytes_human(f.budget) + ", above the chart"});
+  return legend;
+}
+
+// The <svg> opening tag, background and title. The canvas is as wide as the widest text (legend
+// rows and title) needs.
+std::string draw_canvas(const PlotSpec& spec, const std::vector<LegendRow>& legend) {
+  double right = std::max(kLegendX + kLegendW, kLeft + text_width(spec.title, 16));
   double bottom = kTop + kHeight + kBottom;
   double row_y = kTop + 10;  // the symbol's centre; text baseline 4 below
   for (const LegendRow& r : legend) {
-    right = std::max(right, lx + r.text_x() + text_width(r.label, 12));
+    right = std::max(right, kLegendX + r.text_x() + text_width(r.label, 12));
     bottom = std::max(bottom, (row_y += r.space_before) + 24);
     row_y += 22;
   }
@@ -231,40 +255,57 @@ std::string render_svg(const PlotSpec& spec) {
                   "\" font-family=\"sans-serif\">\n";
   s += "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n";
   s += text(kLeft, 28, spec.title, 16, "start", " font-weight=\"bold\"");
+  return s;
+}
 
-  // Grid, ticks and axis titles.
-  double x_end = kLeft + kWidth, y_end = kTop + kHeight;
+// Grid lines and tick labels.
+std::string draw_grid(const Frame& f) {
+  const Axis& ax = f.ax;
+  const Axis& ay = f.ay;
+  std::string s;
   const std::string grid = "class=\"grid\" stroke=\"#e4e4e4\"";
   for (long i = 0, n = std::lround((ax.hi - ax.lo) / ax.step); i <= n; ++i) {
     double v = ax.lo + static_cast<double>(i) * ax.step, x = kLeft + (v - ax.lo) / (ax.hi - ax.lo) * kWidth;
-    s += line(x, kTop, x, y_end + 5, grid);
-    s += text(x, y_end + 20, num(v, ax.decimals), 12, "middle", " class=\"tick-x\"");
+    s += line(x, kTop, x, kYEnd + 5, grid);
+    s += text(x, kYEnd + 20, num(v, ax.decimals), 12, "middle", " class=\"tick-x\"");
   }
   for (long i = 0, n = std::lround((ay.hi - ay.lo) / ay.step); i <= n; ++i) {
-    double v = ay.lo + static_cast<double>(i) * ay.step, y = y_end - (v - ay.lo) / (ay.hi - ay.lo) * kHeight;
-    s += line(kLeft - 5, y, x_end, y, grid);
+    double v = ay.lo + static_cast<double>(i) * ay.step, y = kYEnd - (v - ay.lo) / (ay.hi - ay.lo) * kHeight;
+    s += line(kLeft - 5, y, kXEnd, y, grid);
     s += text(kLeft - 9, y + 4, num(v, ay.decimals), 12, "end", " class=\"tick-y\"");
   }
-  s += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kWidth) + "\" height=\"" + num(kHeight) +
-       "\" fill=\"none\" stroke=\"#444444\"/>\n";
-  s += text(kLeft + kWidth / 2, y_end + 44, std::string("time per step (") + ax.unit.name + ")", 13, "middle");
-  s += text(22, kTop + kHeight / 2, std::string("memory per GPU (") + ay.unit.name + ")", 13, "middle",
+  return s;
+}
+
+// The plot area's border, the axis titles, and the note on an empty plot.
+std::string draw_axes(const Frame& f) {
+  std::string s = "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kWidth) + "\" height=\"" + num(kHeight) +
+                  "\" fill=\"none\" stroke=\"#444444\"/>\n";
+  s += text(kLeft + kWidth / 2, kYEnd + 44, std::string("time per step (") + f.ax.unit.name + ")", 13, "middle");
+  s += text(22, kTop + kHeight / 2, std::string("memory per GPU (") + f.ay.unit.name + ")", 13, "middle",
             " transform=\"rotate(-90 22 " + num(kTop + kHeight / 2) + ")\"");
-  if (empty) s += text(kLeft + kWidth / 2, kTop + kHeight / 2, "no strategies to plot", 14, "middle", " fill=\"#666666\"");
+  if (f.empty) s += text(kLeft + kWidth / 2, kTop + kHeight / 2, "no strategies to plot", 14, "middle", " fill=\"#666666\"");
+  return s;
+}
 
-  // Everything drawn on the plot leaves a box; a baseline's label goes beside it only if it hits none.
-  std::vector<Box> taken;
-  auto take = [&](double x, double y, double r) { taken.push_back({x - r, y - r, x + r, y + r}); };
-  if (budget_drawn) {
-    double y = py(budget);
-    std::string label = "memory budget " + bytes_human(budget);
-    s += line(kLeft, y, x_end, y, "class=\"budget\" " + kBudgetStroke);
-    s += text(x_end - 6, y - 5, label, 11, "end", " fill=\"#444444\"");
-    taken.push_back({x_end - 6 - text_width(label, 11), y - 15, x_end - 6, y - 2});
-    taken.push_back({kLeft, y - 1, x_end, y + 1});
-  }
+// Everything drawn on the plot leaves a box; a baseline's label goes beside it only if it hits none.
+using Taken = std::vector<Box>;
+void take(Taken& taken, double x, double y, double r) { taken.push_back({x - r, y - r, x + r, y + r}); }
 
-  // Frontiers: a staircase (right at the old memory, then down) and a dot per point.
+std::string draw_budget(const Frame& f, Taken& taken) {
+  if (!f.budget_drawn) return "";
+  double y = f.py(f.budget);
+  std::string label = "memory budget " + bytes_human(f.budget);
+  std::string s = line(kLeft, y, kXEnd, y, "class=\"budget\" " + kBudgetStroke);
+  s += text(kXEnd - 6, y - 5, label, 11, "end", " fill=\"#444444\"");
+  taken.push_back({kXEnd - 6 - text_width(label, 11), y - 15, kXEnd - 6, y - 2});
+  taken.push_back({kLeft, y - 1, kXEnd, y + 1});
+  return s;
+}
+
+// Frontiers: a staircase (right at the old memory, then down) and a dot per point.
+std::string draw_series(const PlotSpec& spec, const Frame& f, Taken& taken) {
+  std::string s;
   for (size_t c = 0; c < spec.curves.size(); ++c) {
     std::vector<PlotPoint> pts;
     for (const PlotPoint& p : spec.curves[c].points)
@@ -272,11 +313,11 @@ std::string render_svg(const PlotSpec& spec) {
     if (pts.empty()) continue;
     std::stable_sort(pts.begin(), pts.end(), [](const PlotPoint& a, const PlotPoint& b) { return a.time_s < b.time_s; });
     const char* col = colour(static_cast<int>(c), spec.curves.size());
-    double x = px(pts[0].time_s), y = py(pts[0].memory_bytes);
+    double x = f.px(pts[0].time_s), y = f.py(pts[0].memory_bytes);
     std::string d = "M";  // then appended: "M" + num(x) trips GCC 12's false -Wrestrict at -O3
     d += num(x) + " " + num(y);
     for (size_t i = 1; i < pts.size(); ++i) {
-      double x2 = px(pts[i].time_s), y2 = py(pts[i].memory_bytes);
+      double x2 = f.px(pts[i].time_s), y2 = f.py(pts[i].memory_bytes);
       d += " H" + num(x2) + " V" + num(y2);
       taken.push_back({x, y - 1, x2, y + 1});
       taken.push_back({x2 - 1, std::min(y, y2), x2 + 1, std::max(y, y2)});
@@ -284,26 +325,32 @@ std::string render_svg(const PlotSpec& spec) {
     }
     s += "<path class=\"frontier\" d=\"" + d + "\" fill=\"none\" stroke=\"" + col + "\" stroke-width=\"2\"/>\n";
     for (const PlotPoint& p : pts) {
-      s += circle(px(p.time_s), py(p.memory_bytes), 3.5, "class=\"point\" fill=\"" + std::string(col) + "\"");
-      take(px(p.time_s), py(p.memory_bytes), 4);
+      s += circle(f.px(p.time_s), f.py(p.memory_bytes), 3.5, "class=\"point\" fill=\"" + std::string(col) + "\"");
+      take(taken, f.px(p.time_s), f.py(p.memory_bytes), 4);
     }
   }
+  return s;
+}
 
-  if (has_chosen) {
-    double x = px(spec.chosen->time_s), y = py(spec.chosen->memory_bytes);
-    s += circle(x, y, 10, "class=\"chosen\" " + kChosenStroke);
-    take(x, y, 12);
-  }
+std::string draw_chosen(const PlotSpec& spec, const Frame& f, Taken& taken) {
+  if (!has_chosen(spec)) return "";
+  double x = f.px(spec.chosen->time_s), y = f.py(spec.chosen->memory_bytes);
+  take(taken, x, y, 12);
+  return circle(x, y, 10, "class=\"chosen\" " + kChosenStroke);
+}
 
+// The baselines' markers, then their labels where one fits.
+std::string draw_markers(const PlotSpec& spec, const Frame& f, Taken& taken) {
+  std::string s;
   for (size_t i = 0; i < spec.markers.size(); ++i) {
     const PlotMarker& m = spec.markers[i];
     if (!usable(m.point)) continue;
-    s += polygon("marker", i, px(m.point.time_s), py(m.point.memory_bytes), colour(m.curve, spec.curves.size()));
-    take(px(m.point.time_s), py(m.point.memory_bytes), 8);
+    s += polygon("marker", i, f.px(m.point.time_s), f.py(m.point.memory_bytes), colour(m.curve, spec.curves.size()));
+    take(taken, f.px(m.point.time_s), f.py(m.point.memory_bytes), 8);
   }
   for (const PlotMarker& m : spec.markers) {
     if (!usable(m.point)) continue;
-    double x = px(m.point.time_s), y = py(m.point.memory_bytes);
+    double x = f.px(m.point.time_s), y = f.py(m.point.memory_bytes);
     double w = text_width(m.label, 11);
     // Right, left, above, below: the first spot that is free.
     const Box spots[] = {{x + 10, y - 7, x + 10 + w, y + 6}, {x - 10 - w, y - 7, x - 10, y + 6},
@@ -311,16 +358,20 @@ std::string render_svg(const PlotSpec& spec) {
     const char* anchors[] = {"start", "end", "middle", "middle"};
     for (int k = 0; k < 4; ++k) {
       const Box& b = spots[k];
-      if (b.x0 < kLeft || b.x1 > x_end || b.y0 < kTop || b.y1 > y_end) continue;
+      if (b.x0 < kLeft || b.x1 > kXEnd || b.y0 < kTop || b.y1 > kYEnd) continue;
       if (std::any_of(taken.begin(), taken.end(), [&](const Box& t) { return t.overlaps(b); })) continue;
       taken.push_back(b);
       s += text(k == 0 ? b.x0 : k == 1 ? b.x1 : x, b.y1 - 2, m.label, 11, anchors[k], " fill=\"#222222\"");
       break;
     }
   }
+  return s;
+}
 
-  // Legend.
-  s += "<g class=\"legend\">\n";
+std::string draw_legend(const PlotSpec& spec, const std::vector<LegendRow>& legend) {
+  using Symbol = LegendRow::Symbol;
+  const double lx = kLegendX;
+  std::string s = "<g class=\"legend\">\n";
   double y = kTop + 10;
   for (const LegendRow& r : legend) {
     y += r.space_before;
@@ -341,8 +392,25 @@ std::string render_svg(const PlotSpec& spec) {
     s += text(lx + r.text_x(), y + 4, r.label, 12, "start", r.fill ? std::string(" fill=\"") + r.fill + "\"" : "");
     y += 22;
   }
-  s += "</g>\n</svg>\n";
-  return s;
+  return s + "</g>\n";
+}
+
+}  // namespace
+
+std::string render_svg(const PlotSpec& spec) {
+  const Frame f = frame_for(spec);
+  // Legend first, to size the canvas.
+  const std::vector<LegendRow> legend = legend_rows(spec, f);
+  std::string s = draw_canvas(spec, legend);
+  s += draw_grid(f);
+  s += draw_axes(f);
+  Taken taken;
+  s += draw_budget(f, taken);
+  s += draw_series(spec, f, taken);
+  s += draw_chosen(spec, f, taken);
+  s += draw_markers(spec, f, taken);
+  s += draw_legend(spec, legend);
+  return s + "</svg>\n";
 }
 
 void write_svg(const PlotSpec& spec, const std::string& path) {

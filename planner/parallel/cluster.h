@@ -40,6 +40,9 @@ struct Cluster {
 
   // Memory a plan may use per GPU: device memory less the reserve.
   double usable_memory() const { return gpu.memory_bytes - memory_reserve_bytes; }
+  // Its devices are CPU worker processes (the `cpu` preset, or a cluster file whose device name
+  // starts with "CPU"), not GPUs: messages speak of workers and Gloo, not of a CUDA context.
+  bool cpu_workers() const { return gpu.name.rfind("CPU", 0) == 0; }
 };
 
 // Names of the presets, e.g. "h100-sxm".

@@ -220,6 +220,14 @@ TEST_CASE("cli: plan speaks of one GPU and one point in the singular") {
   CHECK_FALSE(has(r.out, "of the 1 points"));
 }
 
+TEST_CASE("cli: the cpu cluster's budget speaks of CPU workers, a GPU cluster's of the CUDA context") {
+  const std::string plan = "plan " + model("resnet18.onnx") + " --gpus 2 --batch 8 --mesh-axes 1 --rows 1";
+  const Result cpu = run(plan + " --cluster cpu"), gpu = run(plan);
+  CHECK(has(cpu.out, "of memory per CPU worker less a 512.00 MiB reserve for the process, Gloo and allocator slack"));
+  CHECK_FALSE(has(cpu.out, "CUDA"));
+  CHECK(has(gpu.out, "of GPU memory less a 4.00 GiB reserve for the CUDA context"));
+}
+
 TEST_CASE("cli: plan refuses bad flags with one line and exit code 2") {
   std::string m = model("resnet18.onnx");
   check_refused(run("plan " + m + " --gpus 0 --batch 8"), "--gpus");
