@@ -21,58 +21,40 @@ T read_le(const std::string& raw, size_t offset) {
   return v;
 }
 
-
-}  // namespace
-
-Value tensor_value(const onnx::TensorProto& t, const std::string& where, bool load_data) {
-  Value v;
-  auto dt = dtype_from_onnx(t.data_type());
-  if (!dt) throw InputError(where + ": unsupported element type " + std::to_string(t.data_type()));
-  v.dtype = *dt;
-  for (int64_t d : t.dims()) {
-    if (d < 0) throw InputError(where + ": negative dimension " + std::to_string(d));
-    v.shape.push_back(d);
-  }
-  int64_t n;
-  try {
-    n = ops::checked_numel(v.shape);
-  } catch (const OpError& e) {
-    throw InputError(where + ": " + e.what());
-  }
-  bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
-  if (!load_data || external || n > kMaxFoldElements || v.dtype == DType::String) return v;
-  auto size = static_cast<size_t>(n);
+// Fills v (shape and dtype set, storage sized) from t's raw_data: little-endian elements, as
+// many bytes as the shape needs.
+void read_raw_data(const std::string& raw, const std::string& where, Value& v) {
+  auto size = static_cast<size_t>(v.size());
   int64_t esize = dtype_size(v.dtype);
-  bool integral = dtype_is_integral(v.dtype);
-  if (integral) v.ints.resize(size);
-  else v.reals.resize(size);
-  if (t.has_raw_data()) {
-    const std::string& raw = t.raw_data();
-    if (raw.size() != size * static_cast<size_t>(esize)) {
-      throw InputError(where + ": raw data holds " + std::to_string(raw.size()) + " bytes, shape " +
-                       shape_str(v.shape) + " needs " + std::to_string(size * static_cast<size_t>(esize)));
-    }
-    for (size_t i = 0; i < size; ++i) {
-      size_t o = i * static_cast<size_t>(esize);
-      switch (v.dtype) {
-        case DType::F32: v.reals[i] = read_le<float>(raw, o); break;
-        case DType::F64: v.reals[i] = read_le<double>(raw, o); break;
-        case DType::F16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), false); break;
-        case DType::BF16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), true); break;
-        case DType::I64: v.ints[i] = read_le<int64_t>(raw, o); break;
-        case DType::I32: v.ints[i] = read_le<int32_t>(raw, o); break;
-        case DType::I16: v.ints[i] = read_le<int16_t>(raw, o); break;
-        case DType::I8: v.ints[i] = read_le<int8_t>(raw, o); break;
-        case DType::U8: v.ints[i] = read_le<uint8_t>(raw, o); break;
-        case DType::U16: v.ints[i] = read_le<uint16_t>(raw, o); break;
-        case DType::U32: v.ints[i] = read_le<uint32_t>(raw, o); break;
-        case DType::U64: v.ints[i] = static_cast<int64_t>(read_le<uint64_t>(raw, o)); break;
-        case DType::Bool: v.ints[i] = read_le<uint8_t>(raw, o) != 0; break;
-        default: break;
-      }
-    }
-    return v;
+  if (raw.size() != size * static_cast<size_t>(esize)) {
+    throw InputError(where + ": raw data holds " + std::to_string(raw.size()) + " bytes, shape " +
+                     shape_str(v.shape) + " needs " + std::to_string(size * static_cast<size_t>(esize)));
   }
+  for (size_t i = 0; i < size; ++i) {
+    size_t o = i * static_cast<size_t>(esize);
+    switch (v.dtype) {
+      case DType::F32: v.reals[i] = read_le<float>(raw, o); break;
+      case DType::F64: v.reals[i] = read_le<double>(raw, o); break;
+      case DType::F16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), false); break;
+      case DType::BF16: v.reals[i] = half_to_double(read_le<uint16_t>(raw, o), true); break;
+      case DType::I64: v.ints[i] = read_le<int64_t>(raw, o); break;
+      case DType::I32: v.ints[i] = read_le<int32_t>(raw, o); break;
+      case DType::I16: v.ints[i] = read_le<int16_t>(raw, o); break;
+      case DType::I8: v.ints[i] = read_le<int8_t>(raw, o); break;
+      case DType::U8: v.ints[i] = read_le<uint8_t>(raw, o); break;
+      case DType::U16: v.ints[i] = read_le<uint16_t>(raw, o); break;
+      case DType::U32: v.ints[i] = read_le<uint32_t>(raw, o); break;
+      case DType::U64: v.ints[i] = static_cast<int64_t>(read_le<uint64_t>(raw, o)); break;
+      case DType::Bool: v.ints[i] = read_le<uint8_t>(raw, o) != 0; break;
+      default: break;
+    }
+  }
+}
+
+// Fills v (shape and dtype set, storage sized) from t's typed field for its dtype (float_data,
+// int64_data, ...), which must hold exactly as many values as the shape needs.
+void read_typed_data(const onnx::TensorProto& t, const std::string& where, Value& v) {
+  auto size = static_cast<size_t>(v.size());
   auto mismatch = [&](size_t have) {
     if (have != size) {
       throw InputError(where + ": holds " + std::to_string(have) + " values, shape " + shape_str(v.shape) +
@@ -108,6 +90,32 @@ Value tensor_value(const onnx::TensorProto& t, const std::string& where, bool lo
       if (v.dtype == DType::Bool) for (auto& x : v.ints) x = x != 0;
       break;
   }
+}
+
+}  // namespace
+
+Value tensor_value(const onnx::TensorProto& t, const std::string& where, bool load_data) {
+  Value v;
+  auto dt = dtype_from_onnx(t.data_type());
+  if (!dt) throw InputError(where + ": unsupported element type " + std::to_string(t.data_type()));
+  v.dtype = *dt;
+  for (int64_t d : t.dims()) {
+    if (d < 0) throw InputError(where + ": negative dimension " + std::to_string(d));
+    v.shape.push_back(d);
+  }
+  int64_t n;
+  try {
+    n = ops::checked_numel(v.shape);
+  } catch (const OpError& e) {
+    throw InputError(where + ": " + e.what());
+  }
+  bool external = t.data_location() == onnx::TensorProto::EXTERNAL;
+  if (!load_data || external || n > kMaxFoldElements || v.dtype == DType::String) return v;
+  auto size = static_cast<size_t>(n);
+  if (dtype_is_integral(v.dtype)) v.ints.resize(size);
+  else v.reals.resize(size);
+  if (t.has_raw_data()) read_raw_data(t.raw_data(), where, v);
+  else read_typed_data(t, where, v);
   return v;
 }
 
@@ -176,20 +184,8 @@ Tensor tensor_from_value_info(const onnx::ValueInfoProto& vi, const std::string&
   return t;
 }
 
-}  // namespace
-
-Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) {
-  Graph g;
-  g.source_path = label;
-  if (!model.has_graph()) throw InputError(label + ": not an ONNX model (no graph)");
-  const auto& gp = model.graph();
-  g.name = gp.name();
-  for (const auto& op : model.opset_import()) {
-    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
-  }
-  if (g.opset == 0) throw InputError(label + ": not an ONNX model (no default-domain opset import)");
-  if (gp.output_size() == 0) throw InputError(label + ": not an ONNX model (the graph has no outputs)");
-
+// The graph's inputs (those no initializer defines) and then its initializers, as tensors of g.
+void add_inputs_and_initializers(Graph& g, const onnx::GraphProto& gp, const std::string& label) {
   std::set<std::string> initializers;
   for (const auto& init : gp.initializer()) {
     if (init.name().empty()) throw InputError(label + ": an initializer has no name");
@@ -212,8 +208,34 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
     if (v.size() == numel(v.shape)) t.value = std::move(v);  // else: external, large or string
     g.add_tensor(std::move(t));
   }
+}
 
-  // Nodes, in topological order (Kahn's algorithm over tensor names).
+// Appends node np (the graph's i-th) to g, with a tensor for each of its outputs; its inputs must
+// be in g already.
+void add_node(Graph& g, const onnx::NodeProto& np, int i, const std::string& label) {
+  Node node;
+  node.op_type = np.op_type();
+  node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
+  node.name = np.name().empty() ? np.op_type() + ":" + (np.output_size() ? np.output(0) : std::to_string(i)) : np.name();
+  const std::string where = label + ": node '" + node.name + "' (" + node.op_type + ")";
+  check_attribute_types(np, g.opset, where);
+  for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, where);
+  for (const auto& in : np.input()) node.inputs.push_back(in.empty() ? -1 : g.find(in));
+  for (const auto& o : np.output()) {
+    if (o.empty()) {
+      node.outputs.push_back(-1);
+      continue;
+    }
+    Tensor t;
+    t.name = o;
+    t.producer = static_cast<int>(g.nodes.size());
+    node.outputs.push_back(g.add_tensor(std::move(t)));
+  }
+  g.nodes.push_back(std::move(node));
+}
+
+// Nodes, in topological order (Kahn's algorithm over tensor names).
+void add_nodes(Graph& g, const onnx::GraphProto& gp, const std::string& label) {
   const int n = gp.node_size();
   std::map<std::string, int> producer;
   for (int i = 0; i < n; ++i) {
@@ -246,26 +268,7 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
   while (!ready.empty()) {
     int i = ready.front();
     ready.pop_front();
-    const auto& np = gp.node(i);
-    Node node;
-    node.op_type = np.op_type();
-    node.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    node.name = np.name().empty() ? np.op_type() + ":" + (np.output_size() ? np.output(0) : std::to_string(i)) : np.name();
-    const std::string where = label + ": node '" + node.name + "' (" + node.op_type + ")";
-    check_attribute_types(np, g.opset, where);
-    for (const auto& a : np.attribute()) node.attrs[a.name()] = convert_attribute(a, where);
-    for (const auto& in : np.input()) node.inputs.push_back(in.empty() ? -1 : g.find(in));
-    for (const auto& o : np.output()) {
-      if (o.empty()) {
-        node.outputs.push_back(-1);
-        continue;
-      }
-      Tensor t;
-      t.name = o;
-      t.producer = static_cast<int>(g.nodes.size());
-      node.outputs.push_back(g.add_tensor(std::move(t)));
-    }
-    g.nodes.push_back(std::move(node));
+    add_node(g, gp.node(i), i, label);
     for (int r : readers[static_cast<size_t>(i)]) {
       if (--pending[static_cast<size_t>(r)] == 0) ready.push_back(r);
     }
@@ -277,6 +280,23 @@ Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) 
       }
     }
   }
+}
+
+}  // namespace
+
+Graph graph_from_proto(const onnx::ModelProto& model, const std::string& label) {
+  Graph g;
+  g.source_path = label;
+  if (!model.has_graph()) throw InputError(label + ": not an ONNX model (no graph)");
+  const auto& gp = model.graph();
+  g.name = gp.name();
+  for (const auto& op : model.opset_import()) {
+    if (op.domain().empty() || op.domain() == "ai.onnx") g.opset = op.version();
+  }
+  if (g.opset == 0) throw InputError(label + ": not an ONNX model (no default-domain opset import)");
+  if (gp.output_size() == 0) throw InputError(label + ": not an ONNX model (the graph has no outputs)");
+  add_inputs_and_initializers(g, gp, label);
+  add_nodes(g, gp, label);
   for (const auto& o : gp.output()) {
     int t = g.find(o.name());
     if (t < 0) throw InputError(label + ": graph output '" + o.name() + "' is not produced by any node");

@@ -162,11 +162,11 @@ int64_t wrap_mul(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
 }
 
-}  // namespace
+using V = std::vector<double>;
+using I = std::vector<int64_t>;
 
-void register_elementwise(std::vector<OpDef>& ops) {
-  using V = std::vector<double>;
-  using I = std::vector<int64_t>;
+// Unary maths: activations, exponentials, roots, rounding, trigonometry.
+void register_unary_math(std::vector<OpDef>& ops) {
   ops.push_back(unary("Relu", 1, 1, Keep::Output, [](const V& a) { return std::max(a[0], 0.0); },
                       [](const I& a) { return std::max<int64_t>(a[0], 0); }));
   ops.push_back(unary("LeakyRelu", 2, 1, Keep::Input, nullptr));
@@ -212,56 +212,65 @@ void register_elementwise(std::vector<OpDef>& ops) {
                                     [](const I& a) { return int64_t{(a[0] > 0) - (a[0] < 0)}; })));
   ops.push_back(zero_gradient(unary("Round", 1, 0, Keep::Nothing, [](const V& a) { return std::nearbyint(a[0]); },
                                     [](const I& a) { return a[0]; })));
-  for (const char* type : {"IsNaN", "IsInf"}) {
-    OpDef d = unary(type, 1, 0, Keep::Nothing, nullptr);
-    d.flops_doc = "1·N / 0 (no gradient)";
-    d.nondiff_inputs = {0};
-    d.infer = [](const OpView& v) { return std::vector<OutType>{{DType::Bool, v.in_shape(0)}}; };
-    ops.push_back(std::move(d));
-  }
-  {
-    // PRelu(x, slope): slope is a learned weight broadcast against x.
-    OpDef d = binary("PRelu", 2, 1, 2, {1}, {0}, nullptr, nullptr);
-    d.weight_inputs = {1};
-    d.fold = nullptr;
-    ops.push_back(std::move(d));
-  }
-  for (const char* type : {"Sum", "Mean"}) {
-    // Variadic sums; Mean adds one division per output element.
-    bool mean = std::string(type) == "Mean";
-    OpDef d = binary(type, 1, mean ? 1 : 0, mean ? 1 : 0, {}, {}, [](const V& a) {
-      double t = 0;
-      for (double x : a) t += x;
-      return t;
-    }, nullptr);
-    if (mean) d.fold = nullptr;
-    d.flops_doc = mean ? "(inputs)·N / 1·N per input needing a gradient" : "(inputs - 1)·N / 0, plus the sum over broadcast axes";
-    d.infer = [](const OpView& v) {
-      std::vector<Shape> shapes;
-      for (int i = 0; i < v.num_inputs(); ++i) {
-        if (!v.has_input(i)) throw OpError("missing input " + std::to_string(i));
-        shapes.push_back(v.in_shape(i));
-      }
-      if (shapes.empty()) throw OpError("needs at least one input");
-      return std::vector<OutType>{{v.in(0).dtype, broadcast(shapes)}};
-    };
-    d.fwd_flops = [mean](const OpView& v) { return out_elems(v) * (v.num_inputs() - (mean ? 0 : 1)); };
-    ops.push_back(std::move(d));
-  }
-  {
-    // Clip(x, min?, max?): min and max are constants (inputs from opset 11, attributes before).
-    OpDef d = unary("Clip", 2, 1, Keep::Input, nullptr);
-    d.nondiff_inputs = {1, 2};
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = unary("Not", 1, 0, Keep::Nothing, nullptr, [](const I& a) { return int64_t{a[0] == 0}; });
-    d.flops_doc = "1·N / 0 (no gradient)";
-    d.nondiff_inputs = {0};
-    d.infer = [](const OpView& v) { return std::vector<OutType>{{DType::Bool, v.in_shape(0)}}; };
-    ops.push_back(std::move(d));
-  }
+}
 
+// IsNaN, IsInf: bool output, no gradient.
+OpDef float_class_test(const char* type) {
+  OpDef d = unary(type, 1, 0, Keep::Nothing, nullptr);
+  d.flops_doc = "1·N / 0 (no gradient)";
+  d.nondiff_inputs = {0};
+  d.infer = [](const OpView& v) { return std::vector<OutType>{{DType::Bool, v.in_shape(0)}}; };
+  return d;
+}
+
+// PRelu(x, slope): slope is a learned weight broadcast against x.
+OpDef prelu() {
+  OpDef d = binary("PRelu", 2, 1, 2, {1}, {0}, nullptr, nullptr);
+  d.weight_inputs = {1};
+  d.fold = nullptr;
+  return d;
+}
+
+// Variadic sums; Mean adds one division per output element.
+OpDef variadic_sum(const char* type) {
+  bool mean = std::string(type) == "Mean";
+  OpDef d = binary(type, 1, mean ? 1 : 0, mean ? 1 : 0, {}, {}, [](const V& a) {
+    double t = 0;
+    for (double x : a) t += x;
+    return t;
+  }, nullptr);
+  if (mean) d.fold = nullptr;
+  d.flops_doc = mean ? "(inputs)·N / 1·N per input needing a gradient" : "(inputs - 1)·N / 0, plus the sum over broadcast axes";
+  d.infer = [](const OpView& v) {
+    std::vector<Shape> shapes;
+    for (int i = 0; i < v.num_inputs(); ++i) {
+      if (!v.has_input(i)) throw OpError("missing input " + std::to_string(i));
+      shapes.push_back(v.in_shape(i));
+    }
+    if (shapes.empty()) throw OpError("needs at least one input");
+    return std::vector<OutType>{{v.in(0).dtype, broadcast(shapes)}};
+  };
+  d.fwd_flops = [mean](const OpView& v) { return out_elems(v) * (v.num_inputs() - (mean ? 0 : 1)); };
+  return d;
+}
+
+// Clip(x, min?, max?): min and max are constants (inputs from opset 11, attributes before).
+OpDef clip() {
+  OpDef d = unary("Clip", 2, 1, Keep::Input, nullptr);
+  d.nondiff_inputs = {1, 2};
+  return d;
+}
+
+OpDef logical_not() {
+  OpDef d = unary("Not", 1, 0, Keep::Nothing, nullptr, [](const I& a) { return int64_t{a[0] == 0}; });
+  d.flops_doc = "1·N / 0 (no gradient)";
+  d.nondiff_inputs = {0};
+  d.infer = [](const OpView& v) { return std::vector<OutType>{{DType::Bool, v.in_shape(0)}}; };
+  return d;
+}
+
+// Binary arithmetic with broadcasting; integer overflow wraps, as in two's complement.
+void register_binary_arithmetic(std::vector<OpDef>& ops) {
   ops.push_back(binary("Add", 1, 0, 0, {}, {}, [](const V& a) { return a[0] + a[1]; },
                        [](const I& a) { return wrap_add(a[0], a[1]); }));
   ops.push_back(binary("Sub", 1, 0, 1, {}, {}, [](const V& a) { return a[0] - a[1]; },
@@ -278,7 +287,10 @@ void register_elementwise(std::vector<OpDef>& ops) {
                        [](const I& a) { return std::max(a[0], a[1]); }));
   ops.push_back(binary("Mod", 1, 0, 0, {}, {}, [](const V& a) { return std::fmod(a[0], a[1]); },
                        [](const I& a) { return int_mod(a[0], a[1]); }));
+}
 
+// Comparisons and logic.
+void register_comparisons_and_logic(std::vector<OpDef>& ops) {
   ops.push_back(predicate("Equal", 2, [](const I& a) { return int64_t{a[0] == a[1]}; },
                           [](const V& a) { return double(a[0] == a[1]); }));
   ops.push_back(predicate("Less", 2, [](const I& a) { return int64_t{a[0] < a[1]}; },
@@ -292,91 +304,112 @@ void register_elementwise(std::vector<OpDef>& ops) {
   ops.push_back(predicate("And", 2, [](const I& a) { return int64_t{a[0] && a[1]}; }, nullptr));
   ops.push_back(predicate("Or", 2, [](const I& a) { return int64_t{a[0] || a[1]}; }, nullptr));
   ops.push_back(predicate("Xor", 2, [](const I& a) { return int64_t{(a[0] != 0) != (a[1] != 0)}; }, nullptr));
+}
 
-  {
-    // Where(cond, x, y): the gradient selects between x and y by the saved condition.
-    OpDef d;
-    d.type = "Where";
-    d.family = "elementwise";
-    d.flops_doc = "1·N / 1·N per operand needing a gradient";
-    d.saves_doc = "the condition";
-    d.nondiff_inputs = {0};
-    d.infer = [](const OpView& v) {
-      for (int i = 0; i < 3; ++i) {
-        if (!v.has_input(i)) throw OpError("missing input " + std::to_string(i));
-      }
-      return std::vector<OutType>{{v.in(1).dtype, broadcast({v.in_shape(0), v.in_shape(1), v.in_shape(2)})}};
-    };
-    d.fold = [](const OpView& v) {
-      return std::vector<Value>{eval_elementwise(
-          v, v.in(1).dtype, [](const I& a) { return a[0] ? a[1] : a[2]; },
-          [](const V& a) { return a[0] != 0 ? a[1] : a[2]; })};
-    };
-    d.space = [](const OpView& v) { return elementwise_space(v, {0, 1, 2}); };
-    d.fwd_flops = [](const OpView& v) { return out_elems(v); };
-    d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) {
-      return out_elems(v) * (double(g[1]) + double(g[2]));
-    };
-    d.saved = [](const OpView& v, const std::vector<bool>& g) {
-      return g[1] || g[2] ? save_inputs(v, {0}) : std::vector<Saved>{};
-    };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = unary("Cast", 0, 0, Keep::Nothing, nullptr);
-    d.flops_doc = "0 / 0 (a conversion: bytes only)";
-    d.infer = [](const OpView& v) {
-      auto t = dtype_from_onnx(static_cast<int>(v.node.attr_int("to", 0)));
-      if (!t || *t == DType::Undefined || *t == DType::String) throw OpError("unsupported target type 'to'");
-      return std::vector<OutType>{{*t, v.in_shape(0)}};
-    };
-    d.fold = [](const OpView& v) {
-      auto t = *dtype_from_onnx(static_cast<int>(v.node.attr_int("to", 0)));
-      return std::vector<Value>{eval_elementwise(v, t, [](const I& a) { return a[0]; },
-                                                 [](const V& a) { return a[0]; }, 0, 1)};
-    };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = unary("Identity", 0, 0, Keep::Nothing, [](const V& a) { return a[0]; },
-                    [](const I& a) { return a[0]; });
-    d.flops_doc = "0 / 0";
-    ops.push_back(std::move(d));
-  }
-  {
-    // Dropout(data, ratio?, training_mode?) -> (output, mask?). Active when training_mode is a
-    // constant true (opset 12+) and the ratio (default 0.5) is above zero; otherwise the output is
-    // the input itself, as PyTorch returns it for p = 0 or in eval mode.
-    OpDef d = unary("Dropout", 2, 1, Keep::Nothing, nullptr);
-    d.flops_doc = "active: 2·N / 1·N; inactive: 0 / 0";
-    d.saves_doc = "active: the mask (1 byte per element)";
-    d.nondiff_inputs = {1, 2};
-    auto training = [](const OpView& v) {
-      if (!v.has_input(2)) return false;
-      const Value* t = v.in_value(2);
-      if (!t) throw OpError("training_mode input is not a constant");
-      if (t->size() == 0 || t->integer(0) == 0) return false;
-      if (!v.has_input(1)) return true;
-      const Value* r = v.in_value(1);
-      if (!r) throw OpError("ratio input is not a constant");
-      return r->size() > 0 && r->real(0) > 0;
-    };
-    d.infer = [](const OpView& v) {
-      if (!v.has_input(0)) throw OpError("missing input");
-      std::vector<OutType> out{{v.in(0).dtype, v.in_shape(0)}};
-      if (v.num_outputs() > 1) out.push_back({DType::Bool, v.in_shape(0)});
-      return out;
-    };
-    d.fwd_flops = [training](const OpView& v) { return training(v) ? 2 * out_elems(v) : 0.0; };
-    d.bwd_flops = [training](const OpView& v, const std::vector<bool>& g) {
-      return g[0] && training(v) ? out_elems(v) : 0.0;
-    };
-    d.saved = [training](const OpView& v, const std::vector<bool>& g) {
-      if (!g[0] || !training(v)) return std::vector<Saved>{};
-      return std::vector<Saved>{{-1, v.in(0).elements()}};
-    };
-    ops.push_back(std::move(d));
-  }
+// Where(cond, x, y): the gradient selects between x and y by the saved condition.
+OpDef where() {
+  OpDef d;
+  d.type = "Where";
+  d.family = "elementwise";
+  d.flops_doc = "1·N / 1·N per operand needing a gradient";
+  d.saves_doc = "the condition";
+  d.nondiff_inputs = {0};
+  d.infer = [](const OpView& v) {
+    for (int i = 0; i < 3; ++i) {
+      if (!v.has_input(i)) throw OpError("missing input " + std::to_string(i));
+    }
+    return std::vector<OutType>{{v.in(1).dtype, broadcast({v.in_shape(0), v.in_shape(1), v.in_shape(2)})}};
+  };
+  d.fold = [](const OpView& v) {
+    return std::vector<Value>{eval_elementwise(
+        v, v.in(1).dtype, [](const I& a) { return a[0] ? a[1] : a[2]; },
+        [](const V& a) { return a[0] != 0 ? a[1] : a[2]; })};
+  };
+  d.space = [](const OpView& v) { return elementwise_space(v, {0, 1, 2}); };
+  d.fwd_flops = [](const OpView& v) { return out_elems(v); };
+  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) {
+    return out_elems(v) * (double(g[1]) + double(g[2]));
+  };
+  d.saved = [](const OpView& v, const std::vector<bool>& g) {
+    return g[1] || g[2] ? save_inputs(v, {0}) : std::vector<Saved>{};
+  };
+  return d;
+}
+
+OpDef cast() {
+  OpDef d = unary("Cast", 0, 0, Keep::Nothing, nullptr);
+  d.flops_doc = "0 / 0 (a conversion: bytes only)";
+  d.infer = [](const OpView& v) {
+    auto t = dtype_from_onnx(static_cast<int>(v.node.attr_int("to", 0)));
+    if (!t || *t == DType::Undefined || *t == DType::String) throw OpError("unsupported target type 'to'");
+    return std::vector<OutType>{{*t, v.in_shape(0)}};
+  };
+  d.fold = [](const OpView& v) {
+    auto t = *dtype_from_onnx(static_cast<int>(v.node.attr_int("to", 0)));
+    return std::vector<Value>{eval_elementwise(v, t, [](const I& a) { return a[0]; },
+                                               [](const V& a) { return a[0]; }, 0, 1)};
+  };
+  return d;
+}
+
+OpDef identity() {
+  OpDef d = unary("Identity", 0, 0, Keep::Nothing, [](const V& a) { return a[0]; },
+                  [](const I& a) { return a[0]; });
+  d.flops_doc = "0 / 0";
+  return d;
+}
+
+// Dropout(data, ratio?, training_mode?) -> (output, mask?). Active when training_mode is a
+// constant true (opset 12+) and the ratio (default 0.5) is above zero; otherwise the output is
+// the input itself, as PyTorch returns it for p = 0 or in eval mode.
+bool dropout_training(const OpView& v) {
+  if (!v.has_input(2)) return false;
+  const Value* t = v.in_value(2);
+  if (!t) throw OpError("training_mode input is not a constant");
+  if (t->size() == 0 || t->integer(0) == 0) return false;
+  if (!v.has_input(1)) return true;
+  const Value* r = v.in_value(1);
+  if (!r) throw OpError("ratio input is not a constant");
+  return r->size() > 0 && r->real(0) > 0;
+}
+
+OpDef dropout() {
+  OpDef d = unary("Dropout", 2, 1, Keep::Nothing, nullptr);
+  d.flops_doc = "active: 2·N / 1·N; inactive: 0 / 0";
+  d.saves_doc = "active: the mask (1 byte per element)";
+  d.nondiff_inputs = {1, 2};
+  d.infer = [](const OpView& v) {
+    if (!v.has_input(0)) throw OpError("missing input");
+    std::vector<OutType> out{{v.in(0).dtype, v.in_shape(0)}};
+    if (v.num_outputs() > 1) out.push_back({DType::Bool, v.in_shape(0)});
+    return out;
+  };
+  d.fwd_flops = [](const OpView& v) { return dropout_training(v) ? 2 * out_elems(v) : 0.0; };
+  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) {
+    return g[0] && dropout_training(v) ? out_elems(v) : 0.0;
+  };
+  d.saved = [](const OpView& v, const std::vector<bool>& g) {
+    if (!g[0] || !dropout_training(v)) return std::vector<Saved>{};
+    return std::vector<Saved>{{-1, v.in(0).elements()}};
+  };
+  return d;
+}
+
+}  // namespace
+
+void register_elementwise(std::vector<OpDef>& ops) {
+  register_unary_math(ops);
+  for (const char* type : {"IsNaN", "IsInf"}) ops.push_back(float_class_test(type));
+  ops.push_back(prelu());
+  for (const char* type : {"Sum", "Mean"}) ops.push_back(variadic_sum(type));
+  ops.push_back(clip());
+  ops.push_back(logical_not());
+  register_binary_arithmetic(ops);
+  register_comparisons_and_logic(ops);
+  ops.push_back(where());
+  ops.push_back(cast());
+  ops.push_back(identity());
+  ops.push_back(dropout());
 }
 
 }  // namespace tensoropt::ops

@@ -71,6 +71,7 @@ std::vector<int> iota_axes(size_t n);
 // Registration functions, one per family file.
 void register_elementwise(std::vector<OpDef>& ops);
 void register_linear(std::vector<OpDef>& ops);
+void register_einsum(std::vector<OpDef>& ops);  // einsum.cc; register_linear adds it first
 void register_norm(std::vector<OpDef>& ops);
 void register_pool(std::vector<OpDef>& ops);
 void register_movement(std::vector<OpDef>& ops);

@@ -1,10 +1,7 @@
-// Ops that contract over a reduction dimension: Conv, Gemm, MatMul.
+// Ops that contract over a reduction dimension: Conv, ConvTranspose, Gemm, MatMul (Einsum: einsum.cc).
 // Legend: N batch, C input channels, M output channels, g groups, K kernel elements,
 // O output spatial positions, and for matrix products [m,k] x [k,n] with b batch elements.
-#include <cctype>
-#include <map>
 #include <numeric>
-#include <set>
 
 #include "graph/ops/helpers.h"
 
@@ -232,145 +229,6 @@ OpDef matmul() {
   return d;
 }
 
-// Einsum: dims are the equation's letters (and "..." axes, named e0, e1, ...); letters absent
-// from the output are reductions.
-struct EinsumSpec {
-  std::vector<IterDim> dims;
-  std::vector<std::vector<int>> operands;  // per input axis: dim index
-  std::vector<int> output;                 // per output axis: dim index
-};
-
-EinsumSpec parse_einsum(const OpView& v) {
-  std::string eq;
-  for (char c : v.node.attr_string("equation", "")) {
-    if (c != ' ') eq += c;
-  }
-  if (eq.empty()) throw OpError("missing attribute 'equation'");
-  size_t arrow = eq.find("->");
-  std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  if (static_cast<int>(terms.size()) != v.num_inputs()) throw OpError("equation has " + std::to_string(terms.size()) + " operands, node has " + std::to_string(v.num_inputs()));
-  EinsumSpec spec;
-  std::map<char, int> letter_dim;
-  std::map<char, int> letter_count;
-  int ellipsis_rank = -1;
-  std::vector<int> ellipsis_dims;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    if (!v.has_input(static_cast<int>(i))) throw OpError("missing input " + std::to_string(i));
-    const Shape& sh = v.in_shape(static_cast<int>(i));
-    const std::string& t = terms[i];
-    size_t dots = t.find("...");
-    size_t letters = t.size() - (dots == std::string::npos ? 0 : 3);
-    if (letters > sh.size() || (dots == std::string::npos && letters != sh.size())) {
-      throw OpError("term '" + t + "' does not match input " + std::to_string(i) + " " + shape_str(sh));
-    }
-    int erank = static_cast<int>(sh.size() - letters);
-    std::vector<int> axes;
-    size_t axis = 0;
-    for (size_t k = 0; k < t.size(); ++k) {
-      if (k == dots) {
-        // Ellipsis axes align to the right across operands.
-        if (erank > ellipsis_rank) {
-          for (int e = ellipsis_rank < 0 ? 0 : ellipsis_rank; e < erank; ++e) {
-            ellipsis_dims.insert(ellipsis_dims.begin(), static_cast<int>(spec.dims.size()));
-            spec.dims.push_back({dim_name('e', e), 1, DimRole::Parallel});
-          }
-          ellipsis_rank = erank;
-        }
-        for (int e = 0; e < erank; ++e) {
-          int d = ellipsis_dims[static_cast<size_t>(ellipsis_rank - erank + e)];
-          int64_t size = sh[axis++];
-          int64_t& have = spec.dims[static_cast<size_t>(d)].size;
-          if (have != size && have != 1 && size != 1) throw OpError("'...' axes do not broadcast");
-          have = std::max(have, size);
-          axes.push_back(size == have ? d : -1);
-        }
-        k += 2;
-        continue;
-      }
-      char c = t[k];
-      if (!std::isalpha(static_cast<unsigned char>(c))) throw OpError(std::string("bad character '") + c + "' in equation");
-      ++letter_count[c];
-      auto [it, fresh] = letter_dim.emplace(c, static_cast<int>(spec.dims.size()));
-      if (fresh) spec.dims.push_back({std::string(1, c), sh[axis], DimRole::Parallel});
-      else if (spec.dims[static_cast<size_t>(it->second)].size != sh[axis]) {
-        throw OpError(std::string("letter '") + c + "' has sizes " + std::to_string(spec.dims[static_cast<size_t>(it->second)].size) + " and " + std::to_string(sh[axis]));
-      }
-      axes.push_back(it->second);
-      ++axis;
-    }
-    spec.operands.push_back(axes);
-  }
-  std::string rhs;
-  if (arrow != std::string::npos) {
-    rhs = eq.substr(arrow + 2);
-  } else {
-    rhs = ellipsis_rank > 0 ? "..." : "";
-    for (auto [c, n] : letter_count) {
-      if (n == 1) rhs += c;
-    }
-  }
-  std::set<int> in_output;
-  for (size_t k = 0; k < rhs.size(); ++k) {
-    if (rhs.compare(k, 3, "...") == 0) {
-      for (int d : ellipsis_dims) {
-        spec.output.push_back(d);
-        in_output.insert(d);
-      }
-      k += 2;
-      continue;
-    }
-    auto it = letter_dim.find(rhs[k]);
-    if (it == letter_dim.end()) throw OpError(std::string("output letter '") + rhs[k] + "' is not in any input");
-    spec.output.push_back(it->second);
-    in_output.insert(it->second);
-  }
-  for (size_t d = 0; d < spec.dims.size(); ++d) {
-    if (!in_output.count(static_cast<int>(d))) spec.dims[d].role = DimRole::Reduction;
-  }
-  return spec;
-}
-
-double einsum_points(const OpView& v) {
-  double p = 1;
-  for (const IterDim& d : parse_einsum(v).dims) p *= static_cast<double>(d.size);
-  return p;
-}
-
-OpDef einsum() {
-  OpDef d;
-  d.type = "Einsum";
-  d.family = "linear";
-  d.flops_doc = "2·P for two operands (P = product of all index sizes), P for one / 2·P per operand needing a gradient";
-  d.saves_doc = "with two operands: each operand, for the other's gradient";
-  d.infer = [](const OpView& v) {
-    EinsumSpec s = parse_einsum(v);
-    Shape out;
-    for (int dim : s.output) out.push_back(s.dims[static_cast<size_t>(dim)].size);
-    return std::vector<OutType>{{v.in(0).dtype, out}};
-  };
-  d.space = [](const OpView& v) {
-    EinsumSpec s = parse_einsum(v);
-    return IterSpace{s.dims, s.operands, {s.output}, {}};
-  };
-  d.fwd_flops = [](const OpView& v) { return (v.num_inputs() >= 2 ? 2 : 1) * einsum_points(v); };
-  d.bwd_flops = [](const OpView& v, const std::vector<bool>& g) {
-    double f = 0;
-    for (bool b : g) f += b ? (v.num_inputs() >= 2 ? 2 : 1) * einsum_points(v) : 0.0;
-    return f;
-  };
-  d.saved = [](const OpView& v, const std::vector<bool>& g) {
-    return v.num_inputs() == 2 ? save_for_other_operand(v, g) : std::vector<Saved>{};
-  };
-  return d;
-}
-
 // ConvTranspose: X [N,C,in...], W [C, M/g, k...] -> Y [N,M,out...] with
 // out = stride·(in-1) + output_padding + dilation·(k-1) + 1 - pads, or output_shape.
 OpDef conv_transpose() {
@@ -450,7 +308,7 @@ OpDef conv_transpose() {
 }  // namespace
 
 void register_linear(std::vector<OpDef>& ops) {
-  ops.push_back(einsum());
+  register_einsum(ops);
   ops.push_back(conv_transpose());
   ops.push_back(conv());
   ops.push_back(gemm());

@@ -59,101 +59,115 @@ Value constant_value(const OpView& v) {
   return r;
 }
 
+OpDef shape() {
+  OpDef d = source("Shape");
+  d.folds_from_shapes = true;
+  d.infer = [](const OpView& v) {
+    auto [s, e] = shape_range(v);
+    return std::vector<OutType>{{DType::I64, {e - s}}};
+  };
+  d.fold = [](const OpView& v) {
+    auto [s, e] = shape_range(v);
+    Value r = make_value(DType::I64, {e - s});
+    for (int64_t k = s; k < e; ++k) r.ints[static_cast<size_t>(k - s)] = v.in_shape(0)[static_cast<size_t>(k)];
+    return std::vector<Value>{r};
+  };
+  return d;
+}
+
+OpDef size() {
+  OpDef d = source("Size");
+  d.folds_from_shapes = true;
+  d.infer = [](const OpView&) { return std::vector<OutType>{{DType::I64, {}}}; };
+  d.fold = [](const OpView& v) {
+    Value r = make_value(DType::I64, {});
+    r.ints[0] = checked_numel(v.in_shape(0));
+    return std::vector<Value>{r};
+  };
+  return d;
+}
+
+OpDef constant() {
+  OpDef d = source("Constant");
+  d.infer = [](const OpView& v) {
+    Value c = constant_value(v);
+    return std::vector<OutType>{{c.dtype, c.shape}};
+  };
+  d.fold = [](const OpView& v) { return std::vector<Value>{constant_value(v)}; };
+  return d;
+}
+
+// The one-element fill value of a ConstantOfShape: its 'value' attribute, else a float 0.
+Value constant_of_shape_fill(const OpView& v) {
+  Value f;
+  if (const Attribute* a = v.node.attr("value"); a && a->tensor) f = *a->tensor;
+  else {
+    f.dtype = DType::F32;
+    f.reals = {0.0};
+  }
+  if (f.size() != 1) throw OpError("value must hold one element");
+  return f;
+}
+
+OpDef constant_of_shape() {
+  OpDef d = source("ConstantOfShape");
+  d.infer = [](const OpView& v) {
+    auto shape = v.in_ints(0, "shape");
+    for (int64_t s : shape) {
+      if (s < 0) throw OpError("negative dimension in shape " + shape_str(shape));
+    }
+    checked_numel(shape);
+    return std::vector<OutType>{{constant_of_shape_fill(v).dtype, shape}};
+  };
+  d.fold = [](const OpView& v) {
+    Value f = constant_of_shape_fill(v);
+    Value r = make_value(f.dtype, v.out(0).shape);
+    for (int64_t k = 0; k < r.size(); ++k) set_elem(r, k, f.real(0), f.integer(0));
+    return std::vector<Value>{r};
+  };
+  return d;
+}
+
+// The element count of a Range from its constant scalar start, limit and delta.
+int64_t range_count(const OpView& v) {
+  for (int i = 0; i < 3; ++i) {
+    const Value* x = v.in_value(i);
+    if (!x) throw OpError("input " + std::to_string(i) + " is not a constant the importer could compute");
+    if (x->size() != 1) throw OpError("inputs must be scalars");
+    if (x->dtype != v.in_value(0)->dtype) throw OpError("start, limit and delta differ in type");
+  }
+  double start = v.in_value(0)->real(0), limit = v.in_value(1)->real(0), delta = v.in_value(2)->real(0);
+  if (delta == 0) throw OpError("delta is zero");
+  double n = std::ceil((limit - start) / delta);
+  if (!(n < 4e18)) throw OpError("range too long");
+  return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
+}
+
+OpDef range() {
+  OpDef d = source("Range");
+  d.infer = [](const OpView& v) { return std::vector<OutType>{{v.in(0).dtype, {range_count(v)}}}; };
+  d.fold = [](const OpView& v) {
+    int64_t n = range_count(v);
+    Value r = make_value(v.in(0).dtype, {n});
+    const Value& s = *v.in_value(0);
+    const Value& dl = *v.in_value(2);
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t ik = dtype_is_integral(r.dtype) ? add_checked(s.integer(0), mul_checked(k, dl.integer(0))) : 0;
+      set_elem(r, k, s.real(0) + static_cast<double>(k) * dl.real(0), ik);
+    }
+    return std::vector<Value>{r};
+  };
+  return d;
+}
+
 }  // namespace
 
 void register_shape(std::vector<OpDef>& ops) {
-  {
-    OpDef d = source("Shape");
-    d.folds_from_shapes = true;
-    d.infer = [](const OpView& v) {
-      auto [s, e] = shape_range(v);
-      return std::vector<OutType>{{DType::I64, {e - s}}};
-    };
-    d.fold = [](const OpView& v) {
-      auto [s, e] = shape_range(v);
-      Value r = make_value(DType::I64, {e - s});
-      for (int64_t k = s; k < e; ++k) r.ints[static_cast<size_t>(k - s)] = v.in_shape(0)[static_cast<size_t>(k)];
-      return std::vector<Value>{r};
-    };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = source("Size");
-    d.folds_from_shapes = true;
-    d.infer = [](const OpView&) { return std::vector<OutType>{{DType::I64, {}}}; };
-    d.fold = [](const OpView& v) {
-      Value r = make_value(DType::I64, {});
-      r.ints[0] = checked_numel(v.in_shape(0));
-      return std::vector<Value>{r};
-    };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = source("Constant");
-    d.infer = [](const OpView& v) {
-      Value c = constant_value(v);
-      return std::vector<OutType>{{c.dtype, c.shape}};
-    };
-    d.fold = [](const OpView& v) { return std::vector<Value>{constant_value(v)}; };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = source("ConstantOfShape");
-    auto fill = [](const OpView& v) {
-      Value f;
-      if (const Attribute* a = v.node.attr("value"); a && a->tensor) f = *a->tensor;
-      else {
-        f.dtype = DType::F32;
-        f.reals = {0.0};
-      }
-      if (f.size() != 1) throw OpError("value must hold one element");
-      return f;
-    };
-    d.infer = [fill](const OpView& v) {
-      auto shape = v.in_ints(0, "shape");
-      for (int64_t s : shape) {
-        if (s < 0) throw OpError("negative dimension in shape " + shape_str(shape));
-      }
-      checked_numel(shape);
-      return std::vector<OutType>{{fill(v).dtype, shape}};
-    };
-    d.fold = [fill](const OpView& v) {
-      Value f = fill(v);
-      Value r = make_value(f.dtype, v.out(0).shape);
-      for (int64_t k = 0; k < r.size(); ++k) set_elem(r, k, f.real(0), f.integer(0));
-      return std::vector<Value>{r};
-    };
-    ops.push_back(std::move(d));
-  }
-  {
-    OpDef d = source("Range");
-    auto count = [](const OpView& v) {
-      for (int i = 0; i < 3; ++i) {
-        const Value* x = v.in_value(i);
-        if (!x) throw OpError("input " + std::to_string(i) + " is not a constant the importer could compute");
-        if (x->size() != 1) throw OpError("inputs must be scalars");
-        if (x->dtype != v.in_value(0)->dtype) throw OpError("start, limit and delta differ in type");
-      }
-      double start = v.in_value(0)->real(0), limit = v.in_value(1)->real(0), delta = v.in_value(2)->real(0);
-      if (delta == 0) throw OpError("delta is zero");
-      double n = std::ceil((limit - start) / delta);
-      if (!(n < 4e18)) throw OpError("range too long");
-      return n > 0 ? static_cast<int64_t>(n) : int64_t{0};
-    };
-    d.infer = [count](const OpView& v) { return std::vector<OutType>{{v.in(0).dtype, {count(v)}}}; };
-    d.fold = [count](const OpView& v) {
-      int64_t n = count(v);
-      Value r = make_value(v.in(0).dtype, {n});
-      const Value& s = *v.in_value(0);
-      const Value& dl = *v.in_value(2);
-      for (int64_t k = 0; k < n; ++k) {
-        int64_t ik = dtype_is_integral(r.dtype) ? add_checked(s.integer(0), mul_checked(k, dl.integer(0))) : 0;
-        set_elem(r, k, s.real(0) + static_cast<double>(k) * dl.real(0), ik);
-      }
-      return std::vector<Value>{r};
-    };
-    ops.push_back(std::move(d));
-  }
+  ops.push_back(shape());
+  ops.push_back(size());
+  ops.push_back(constant());
+  ops.push_back(constant_of_shape());
+  ops.push_back(range());
 }
 
 }  // namespace tensoropt::ops
