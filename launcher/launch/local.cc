@@ -43,6 +43,15 @@ void die_with(pid_t parent) {
   if (getppid() != parent) _exit(1);
 }
 
+// In a forked child: this same binary with `argv`; never returns (exit 127 when exec fails).
+[[noreturn]] void exec_self(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv("/proc/self/exe", args.data());
+  _exit(127);
+}
+
 // Each launcher's private directory holds its pid, so that the next launcher can clear the
 // directory of one that was killed before it could (SIGKILL runs no destructor).
 constexpr const char* kRunDirPrefix = "tensoropt-run.";
@@ -68,11 +77,7 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
     die_with(self);
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) dup2(fd, STDOUT_FILENO);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv("/proc/self/exe", args.data());
-    _exit(127);
+    exec_self(argv);
   }
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
@@ -125,11 +130,7 @@ std::vector<pid_t> start_workers(const std::vector<std::string>& argv, int gpus,
         const int fd = open("/dev/null", O_WRONLY);
         if (fd >= 0) dup2(fd, STDOUT_FILENO);
       }
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv("/proc/self/exe", args.data());
-      _exit(127);
+      exec_self(argv);
     }
     pids.push_back(pid);
   }

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 
 #include "graph/error.h"
 #include "launcher/train/report.h"
@@ -42,12 +40,5 @@ double steady_median(const std::vector<double>& v) {
   return later[later.size() / 2];
 }
 
-void write_report(const std::string& path, const nlohmann::ordered_json& report) {
-  std::ofstream f(path + ".part");
-  f << report.dump(2) << "\n";
-  if (!f) throw InputError(path + ": cannot be written");
-  f.close();
-  std::filesystem::rename(path + ".part", path);
-}
 
 }  // namespace tensoropt

@@ -44,8 +44,4 @@ LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, r
 // communicator up); of the one step when there is only one. REQUIRES: v is not empty.
 double steady_median(const std::vector<double>& v);
 
-// Writes `report` to `path` whole or not at all (a temporary beside it, renamed). InputError when
-// it cannot be written.
-void write_report(const std::string& path, const nlohmann::ordered_json& report);
-
 }  // namespace tensoropt

@@ -175,11 +175,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = report_device(backend, /*workers=*/0, threads, s.cluster);
     report["optimizer"] = report_optimizer(s);
-    report["dtype"] = std::string(planner::precision_name(precision));
-    report["steps"] = loop.steps;
-    report["predicted"] = against.predicted;
-    report["measured"] = against.measured;
-    write_report(*s.report, report);
+    finish_report(report, planner::precision_name(precision), loop.steps, against, *s.report);
   }
   return 0;
 }

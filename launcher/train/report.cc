@@ -1,5 +1,7 @@
 #include "launcher/train/report.h"
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include <algorithm>
@@ -117,6 +119,23 @@ nlohmann::ordered_json report_device(const runtime::Backend& backend, int worker
 
 nlohmann::ordered_json report_optimizer(const TrainSettings& s) {
   return {{"name", runtime::optimizer_kind_name(s.optimizer.kind)}, {"lr", s.optimizer.lr}};
+}
+
+void finish_report(nlohmann::ordered_json& report, std::string_view dtype, const nlohmann::ordered_json& steps, const ReportPair& against,
+                   const std::string& path) {
+  report["dtype"] = std::string(dtype);
+  report["steps"] = steps;
+  report["predicted"] = against.predicted;
+  report["measured"] = against.measured;
+  write_report(path, report);
+}
+
+void write_report(const std::string& path, const nlohmann::ordered_json& report) {
+  std::ofstream f(path + ".part");
+  f << report.dump(2) << "\n";
+  if (!f) throw InputError(path + ": cannot be written");
+  f.close();
+  std::filesystem::rename(path + ".part", path);
 }
 
 }  // namespace tensoropt

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -59,5 +60,14 @@ struct ReportPair {
 };
 ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predicted, const planner::Breakdown& breakdown,
                                    const Measured& measured);
+
+// The report's closing objects, "dtype", "steps", "predicted" and "measured", added to `report`,
+// which is then written to `path` whole (write_report).
+void finish_report(nlohmann::ordered_json& report, std::string_view dtype, const nlohmann::ordered_json& steps, const ReportPair& against,
+                   const std::string& path);
+
+// Writes `report` to `path` whole or not at all (a temporary beside it, renamed). InputError when
+// it cannot be written.
+void write_report(const std::string& path, const nlohmann::ordered_json& report);
 
 }  // namespace tensoropt

@@ -226,11 +226,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
     report["device"] = report_device(backend, place.world, threads, s.cluster);
     report["optimizer"] = report_optimizer(s);
-    report["dtype"] = bf16 ? "bf16" : "fp32";
-    report["steps"] = loop.steps;
-    report["predicted"] = against.predicted;
-    report["measured"] = against.measured;
-    write_report(*s.report, report);
+    finish_report(report, bf16 ? "bf16" : "fp32", loop.steps, against, *s.report);
   }
   return 0;
 }
