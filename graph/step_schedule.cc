@@ -75,9 +75,9 @@ StepSchedule step_schedule(const Graph& g, bool input_gradients, const std::vect
     // A recomputing node keeps its inputs (backward or not: a reader may need its output
     // regenerated) instead of what it saves; nobody keeps what a recomputing producer wrote.
     for (size_t k = 0; k < n.inputs.size(); ++k) {
-      p.keep_input[k] = n.inputs[k] >= 0 && (p.need_input[k] || p.recompute) && !producer_recomputes(n.inputs[k]);
+      p.keep_input[k] = n.inputs[k] >= 0 && keeps_input(p.need_input[k], p.recompute, producer_recomputes(n.inputs[k]));
     }
-    for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = p.need_output[k] && !p.recompute;
+    for (size_t k = 0; k < n.outputs.size(); ++k) p.keep_output[k] = keeps_output(p.need_output[k], p.recompute);
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       const int t = n.inputs[k];
       if (t >= 0 && (p.need_input[k] || p.recompute)) first(s.earliest_need[static_cast<size_t>(t)], i);

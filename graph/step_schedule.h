@@ -46,6 +46,14 @@ struct StepSchedule {
   std::vector<bool> data_dependent;      // per tensor: a data input or computed from one (else model state)
 };
 
+// The keep rules, written once: the schedule applies them per node, and the planner's cost model
+// (planner/space/cost_terms.cc) per pair of configurations, so both charge and keep the same.
+// A node keeps an input its backward needs, or any input when it recomputes (its rerun reads
+// them), unless the input's producer recomputes too (regenerated, not kept). It keeps an output its
+// backward needs unless it recomputes itself.
+constexpr bool keeps_input(bool needed, bool recomputes, bool producer_recomputes) { return (needed || recomputes) && !producer_recomputes; }
+constexpr bool keeps_output(bool needed, bool recomputes) { return needed && !recomputes; }
+
 // Input k of a node takes a gradient when the tensor requires one and the catalogue does not list
 // k among the op's nondiff_inputs. Roots: the parameters, and with `input_gradients` the float
 // data inputs too. `recompute`: per node, or empty for none. Thread-safe.

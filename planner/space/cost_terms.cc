@@ -200,9 +200,12 @@ std::pair<double, double> StrategySpace::link_activations(int link, int from_con
   const double from_bytes = link_from_bytes_[static_cast<size_t>(link)][static_cast<size_t>(from_config)];
   const double to_bytes = link_to_bytes_[static_cast<size_t>(link)][static_cast<size_t>(to_config)];
   if (from.kind == VarKind::Op && to.kind == VarKind::Op) {
-    if (recomputes(l.from, from_config)) return {0, 0};
-    const double kept = l.from_keeps ? from_bytes : 0;
-    return {kept, to_needs && !(l.from_keeps && same) ? to_bytes : 0};
+    // The schedule's keep rules (graph/step_schedule.h), for this pair of configurations; one copy
+    // when writer and reader keep the same layout.
+    const bool producer_recomputes = recomputes(l.from, from_config);
+    const bool writer_keeps = tensoropt::keeps_output(l.from_keeps, producer_recomputes);
+    const bool reader_keeps = tensoropt::keeps_input(l.to_keeps, recomputes(l.to, to_config), producer_recomputes);
+    return {writer_keeps ? from_bytes : 0, reader_keeps && !(writer_keeps && same) ? to_bytes : 0};
   }
   if (from.kind == VarKind::Op) return {l.from_keeps && !same ? from_bytes : 0, 0};  // -> tensor variable
   if (from.kind == VarKind::Parameter) return {0, 0};

@@ -7,7 +7,7 @@
 
 namespace tensoropt::planner {
 
-bool StrategySpace::keeps_output(int node, int slot) const {
+bool StrategySpace::saves_output(int node, int slot) const {
   const int t = graph_->nodes[static_cast<size_t>(node)].outputs[static_cast<size_t>(slot)];
   return schedule_.nodes[static_cast<size_t>(node)].need_output[static_cast<size_t>(slot)] && schedule_.data_dependent[static_cast<size_t>(t)];
 }
@@ -52,7 +52,7 @@ void StrategySpace::add_reader_links() {
       if (tensor.kind == TensorKind::Activation && l.from == tensor.producer) {
         const Node& p = g.nodes[static_cast<size_t>(tensor.producer)];
         l.from_slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), t) - p.outputs.begin());
-        l.from_keeps = keeps_output(tensor.producer, l.from_slot);
+        l.from_keeps = saves_output(tensor.producer, l.from_slot);
       }
       links_.push_back(l);
     }
@@ -72,7 +72,7 @@ void StrategySpace::add_tensor_variable_links(const Uses& uses) {
     l.from_slot = static_cast<int>(std::find(pn.outputs.begin(), pn.outputs.end(), static_cast<int>(t)) - pn.outputs.begin());
     l.to = tv;
     l.tensor = static_cast<int>(t);
-    l.from_keeps = keeps_output(p, l.from_slot);
+    l.from_keeps = saves_output(p, l.from_slot);
     for (auto [n, i] : uses[t]) l.gradient = l.gradient || schedule_.nodes[static_cast<size_t>(n)].input_grad[static_cast<size_t>(i)];
     links_.push_back(l);
   }

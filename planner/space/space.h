@@ -355,7 +355,7 @@ class StrategySpace {
   // reads it again, as FSDP gathers a sharded weight twice.
   bool regathers(const Link& l, int from_config, int to_config) const;
   // Whether node's output `slot` is kept for its own backward (an activation, not model state).
-  bool keeps_output(int node, int slot) const;
+  bool saves_output(int node, int slot) const;
   mutable std::vector<CommCost> comm_values_;  // written only while building
   mutable std::unordered_map<TransitionKey, int32_t, TransitionKeyHash> comm_cache_;  // -> comm_values_
   mutable std::unordered_map<Layout, int32_t, LayoutHash> layout_ids_;

@@ -33,7 +33,10 @@ Variable StrategySpace::op_variable(size_t n, const Uses& uses) const {
   Variable v;
   v.kind = VarKind::Op;
   v.node = static_cast<int>(n);
-  v.name = "op:" + (node.name.empty() ? "#" + std::to_string(n) : node.name);
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on "literal" + std::string&&.
+  v.name = "op:";
+  if (node.name.empty()) v.name.append("#").append(std::to_string(n));
+  else v.name.append(node.name);
   v.space = op_space(OpView(g, node));
   if (v.space.inputs.size() != node.inputs.size() || v.space.outputs.size() != node.outputs.size())
     throw InternalError(node.label() + ": iteration space has " + std::to_string(v.space.inputs.size()) + " inputs, " + std::to_string(v.space.outputs.size()) + " outputs");
@@ -184,7 +187,7 @@ void StrategySpace::name_variables() {
   for (size_t i = 0; i < vars_.size(); ++i) {
     if (!by_name_.emplace(vars_[i].name, static_cast<int>(i)).second) {
       // Duplicate node names: disambiguate by index, keeping names unique and stable.
-      vars_[i].name += "#" + std::to_string(i);
+      vars_[i].name.append("#").append(std::to_string(i));
       by_name_.emplace(vars_[i].name, static_cast<int>(i));
     }
   }
