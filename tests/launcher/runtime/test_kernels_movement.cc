@@ -1,4 +1,4 @@
-// Kernel cases of launcher/runtime/cpu/layout*.cc (the harness: kernel_check.h). Expected values
+// Kernel cases of launcher/runtime/cpu/movement*.cc (the harness: kernel_check.h). Expected values
 // come from numpy (np.transpose, np.concatenate, np.split, slicing, np.take, np.take_along_axis,
 // np.pad, np.broadcast_to, np.tile, np.triu / np.tril) on inputs 1, 2, 3, ...; the gradient of
 // every case is checked against finite differences.
