@@ -130,7 +130,7 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   const bool all_exact = std::all_of(f.meshes.begin(), f.meshes.end(), [](const MeshStats& m) { return m.approximation.empty(); });
   if (epsilon == 0 && all_exact && (f.points.size() > kHintPoints || f.seconds > kHintSeconds))
     out << "  note: the exact frontier has " << f.points.size()
-        << " points; --epsilon 0.01 thins it to points about 1% apart, usually in a fraction of the time\n";
+        << " points; --epsilon 0.01 thins it to points about 1% apart\n";
   if (!gp.baselines.empty()) {
     out << "  baselines, as the frontier sees them:\n";
     for (const Baseline& b : gp.baselines) {
@@ -232,7 +232,7 @@ PlanOptions plan_options(const PlanArgs& args, const PlanSettings& settings, Clo
     if (elapsed > 1) err << "tensoropt: " << line << std::endl;
     if (elapsed > kHintSeconds && epsilon == 0 && !hinted) {
       hinted = true;
-      err << "tensoropt: this exact frontier is large and may take minutes; --epsilon 0.01 gives one with points about 1% apart, usually far faster"
+      err << "tensoropt: this exact search is taking a while; --epsilon 0.01 keeps points about 1% apart, which saves time only where the frontiers themselves are large (the planner memory in these lines)"
           << std::endl;
     }
   };
