@@ -46,7 +46,10 @@ int64_t copy_size(DType t, const char* what) {
 }
 
 std::string dtype_label(DType t) {
-  return "#" + std::to_string(static_cast<int>(t)) + " (" + std::to_string(comm_dtype_size(t)) + " bytes)";
+  // Appended piece by piece: GCC 12 at -O3 reports a false -Wrestrict on "literal" + std::string&&.
+  std::string label = "#";
+  label.append(std::to_string(static_cast<int>(t))).append(" (").append(std::to_string(comm_dtype_size(t))).append(" bytes)");
+  return label;
 }
 
 }  // namespace tensoropt::comm::gloo_impl
