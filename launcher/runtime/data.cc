@@ -1,7 +1,8 @@
 #include "launcher/runtime/data.h"
 
-#include <limits>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <fstream>
 #include <random>
 
@@ -22,15 +23,22 @@ Shape target_shape(const Graph& g, LossKind loss) {
   return s;
 }
 
+// The size of the axis node n picks from when it is a Gather (or, with `elements`, a
+// GatherElements) reading `input` as its indices; nullopt otherwise.
+std::optional<int64_t> indexed_axis(const Graph& g, const Node& n, int input, bool elements) {
+  const bool gather = n.op_type == "Gather" || (elements && n.op_type == "GatherElements");
+  if (!gather || n.inputs.size() < 2 || n.inputs[1] != input || n.inputs[0] < 0) return std::nullopt;
+  const Shape& table = g.tensors[static_cast<size_t>(n.inputs[0])].shape;
+  int64_t axis = n.attr_int("axis", 0);
+  if (axis < 0) axis += static_cast<int64_t>(table.size());
+  if (axis < 0 || axis >= static_cast<int64_t>(table.size())) return std::nullopt;  // the importer refuses such a node
+  return table[static_cast<size_t>(axis)];
+}
+
+// Synthetic token ids: below the first embedding table's rows that reads them, else 1000.
 int64_t vocabulary(const Graph& g, int input) {
-  for (const Node& n : g.nodes) {
-    if (n.op_type == "Gather" && n.inputs.size() > 1 && n.inputs[1] == input && n.inputs[0] >= 0) {
-      const Shape& table = g.tensors[static_cast<size_t>(n.inputs[0])].shape;
-      int64_t axis = n.attr_int("axis", 0);
-      if (axis < 0) axis += static_cast<int64_t>(table.size());
-      if (axis >= 0 && axis < static_cast<int64_t>(table.size())) return table[static_cast<size_t>(axis)];
-    }
-  }
+  for (const Node& n : g.nodes)
+    if (const std::optional<int64_t> rows = indexed_axis(g, n, input, /*elements=*/false)) return *rows;
   return 1000;
 }
 
@@ -102,6 +110,19 @@ NpyArray read_npy(const std::string& path) {
   return a;
 }
 
+// Element i of an integer .npy array (check_fits has made sure it is <i8 or <i4).
+int64_t int_at(const NpyArray& a, int64_t i) {
+  const char* p = a.bytes.data() + i * (a.type[2] - '0');
+  if (a.type[2] == '8') {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
 // Rows [row, row + count) of `a` (wrapping around) as an Array of `dtype` and `shape`.
 Array rows_of(const NpyArray& a, int64_t row, const Shape& shape, DType dtype, Backend& b) {
   Array out(dtype, shape, b.allocator(), MemoryKind::Inputs);
@@ -120,7 +141,7 @@ Array rows_of(const NpyArray& a, int64_t row, const Shape& shape, DType dtype, B
                                                  : *reinterpret_cast<const float*>(p);
         std::memcpy(host.data() + 4 * k, &v, 4);
       } else {
-        int64_t v = esize == 8 ? *reinterpret_cast<const int64_t*>(p) : *reinterpret_cast<const int32_t*>(p);
+        const int64_t v = int_at(a, src_row * per_row + i);
         std::memcpy(host.data() + 8 * k, &v, 8);
       }
     }
@@ -146,18 +167,6 @@ void check_fits(const NpyArray& a, const Shape& want, DType dtype, const std::st
   }
 }
 
-// Element i of an integer .npy array (check_fits has made sure it is <i8 or <i4).
-int64_t int_at(const NpyArray& a, int64_t i) {
-  const char* p = a.bytes.data() + i * (a.type[2] - '0');
-  if (a.type[2] == '8') {
-    int64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
 
 // "[3,17]": the position of flat element i in an array of `shape`.
 std::string position(const Shape& shape, int64_t i) {
@@ -169,43 +178,36 @@ std::string position(const Shape& shape, int64_t i) {
   return shape_str(at);
 }
 
-// InputError naming the file, the first element outside [lo, hi), its position and the range,
-// then `why`.
-void check_range(const NpyArray& a, int64_t lo, int64_t hi, const std::string& why) {
-  int64_t n = 1;
-  for (int64_t d : a.shape) n *= d;
+// The flat index of the first element of an integer array outside [lo, hi), or -1.
+int64_t first_outside(const NpyArray& a, int64_t lo, int64_t hi) {
+  const int64_t n = numel(a.shape);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t v = int_at(a, i);
-    if (v >= lo && v < hi) continue;
-    throw InputError(a.path + ": index " + std::to_string(v) + " at " + position(a.shape, i) + " is outside [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "): " + why);
+    if (v < lo || v >= hi) return i;
   }
+  return -1;
 }
 
 // Labels for `classes` classes: each below it (negative ones are ignored, as PyTorch's ignore_index).
 void check_labels(const NpyArray& y, int64_t classes) {
-  int64_t n = 1;
-  for (int64_t d : y.shape) n *= d;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t v = int_at(y, i);
-    if (v < classes) continue;
-    throw InputError(y.path + ": label " + std::to_string(v) + " at " + position(y.shape, i) + " is not below the model's " +
-                     std::to_string(classes) + " classes (labels are 0 to " + std::to_string(classes - 1) + "; negative ones are ignored)");
-  }
+  const int64_t i = first_outside(y, std::numeric_limits<int64_t>::min(), classes);
+  if (i < 0) return;
+  throw InputError(y.path + ": label " + std::to_string(int_at(y, i)) + " at " + position(y.shape, i) + " is not below the model's " +
+                   std::to_string(classes) + " classes (labels are 0 to " + std::to_string(classes - 1) + "; negative ones are ignored)");
 }
 
 // The indices a data input feeds, as the kernels take them: for each Gather or GatherElements
-// reading `input` as its indices, the size of the indexed axis n (indices in [-n, n), negative
-// ones counting from the end). InputError at the first index out of range.
+// reading `input` as its indices, in [-n, n) for the n entries of the axis it picks from
+// (negative ones counting from the end). InputError at the first index out of range.
 void check_indices(const Graph& g, int input, const NpyArray& a) {
   for (const Node& n : g.nodes) {
-    if ((n.op_type != "Gather" && n.op_type != "GatherElements") || n.inputs.size() < 2 || n.inputs[1] != input || n.inputs[0] < 0) continue;
-    const Shape& table = g.tensors[static_cast<size_t>(n.inputs[0])].shape;
-    int64_t axis = n.attr_int("axis", 0);
-    if (axis < 0) axis += static_cast<int64_t>(table.size());
-    if (axis < 0 || axis >= static_cast<int64_t>(table.size())) continue;  // the importer refuses such a node
-    const int64_t dim = table[static_cast<size_t>(axis)];
-    check_range(a, -dim, dim, "node " + n.label() + " picks from an axis of " + std::to_string(dim));
+    const std::optional<int64_t> dim = indexed_axis(g, n, input, /*elements=*/true);
+    if (!dim) continue;
+    const int64_t i = first_outside(a, -*dim, *dim);
+    if (i < 0) continue;
+    throw InputError(a.path + ": index " + std::to_string(int_at(a, i)) + " at " + position(a.shape, i) + " is outside [" +
+                     std::to_string(-*dim) + ", " + std::to_string(*dim) + "): node " + n.label() + " picks from an axis of " +
+                     std::to_string(*dim));
   }
 }
 
