@@ -1,11 +1,10 @@
 #include "launcher/train/report.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <algorithm>
-#include <cstdio>
 
 #include "launcher/runtime/allocator.h"
 
