@@ -168,10 +168,14 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   so.kernel_threads = threads;
   const PointPrediction predicted = predict_point(g, worker_cluster(s.cluster, threads), stored.mesh, so, &stored);
 
-  Group group = join_group(place);
-  comm::Communicator& communicator = *group.timed;
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
   runtime::Backend& backend = *device;
+  // The data is opened, and every label and index in it checked, before the group meets: each
+  // worker refuses bad data on its own, and none sees a peer vanish mid-rendezvous instead.
+  std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
+                                                     : runtime::synthetic_data(g, s.loss, s.seed, backend);
+  Group group = join_group(place);
+  comm::Communicator& communicator = *group.timed;
   const runtime::DeviceFacts facts = backend.facts();
   const runtime::Sharding sh{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding};
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
@@ -188,8 +192,6 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   }
   // What was read whole is gone: the peak to compare with the plan is that of the steps.
   backend.allocator().reset_peaks();
-  std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
-                                                     : runtime::synthetic_data(g, s.loss, s.seed, backend);
   const bool lead = place.rank == 0;
   if (lead) {
     out << model_line(s, g.batch, bf16);
