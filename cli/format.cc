@@ -8,16 +8,6 @@
 
 namespace tensoropt::cli {
 
-std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
 std::string seconds_human(double s) {
   char buf[64];
   if (s >= 1) std::snprintf(buf, sizeof buf, "%.3f s", s);

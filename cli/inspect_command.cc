@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/format.h"
 #include "graph/import.h"
+#include "graph/merged_weights.h"
 #include "graph/summary.h"
 
 namespace tensoropt::cli {
@@ -48,6 +49,10 @@ void print_json(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
   j["trainable_parameters"] = s.trainable_parameters;
   j["parameter_tensors"] = s.parameter_tensors;
   j["parameter_bytes"] = s.parameter_bytes;
+  const MergedWeights merged = merged_weights(g);
+  j["merged_parameters"] = {{"copies", merged.copies}, {"elements", merged.elements}};
+  j["warnings"] = ordered_json::array();
+  if (merged.copies > 0) j["warnings"].push_back(merged_weights_note(merged, s.trainable_parameters));
   j["buffers"] = {{"elements", s.buffer_elements}, {"bytes", s.buffer_bytes}, {"frozen_parameters", s.frozen_parameters}};
   j["flops"] = {{"forward", s.fwd_flops}, {"backward", s.bwd_flops}, {"forward_by_op", s.fwd_flops_by_op}};
   j["activation_bytes"] = s.activation_bytes;
@@ -85,6 +90,8 @@ void print_text(const Graph& g, const ModelSummary& s, bool verbose, std::ostrea
   out << "flops        forward " << flops_human(s.fwd_flops) << ", backward " << flops_human(s.bwd_flops)
       << " per step\n";
   out << "activations  " << bytes_human(static_cast<double>(s.activation_bytes)) << " saved for backward\n";
+  const std::string merged = merged_weights_note(merged_weights(g), s.trainable_parameters);
+  if (!merged.empty()) out << "warning      " << merged << "\n";
   out << "\n" << std::left << std::setw(22) << "op" << std::right << std::setw(7) << "count" << std::setw(16)
       << "forward FLOP" << "\n";
   for (const auto& [op, count] : s.op_counts) {

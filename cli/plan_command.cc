@@ -15,6 +15,8 @@
 #include "cli/plot_svg.h"
 #include "graph/error.h"
 #include "graph/import.h"
+#include "graph/merged_weights.h"
+#include "graph/summary.h"
 #include "planner/gpu_counts.h"
 #include "planner/plan_file.h"
 #include "planner/strategy_summary.h"
@@ -252,7 +254,9 @@ void dump_space(const std::string& path, const std::vector<int>& counts, const P
   write_output(path, "--dump-space", out, [&](std::ostream& os) { os << all << "\n]\n"; });
 }
 
-void print_header(const PlanArgs& args, const PlanSettings& settings, std::ostream& text) {
+void print_header(const PlanArgs& args, const PlanSettings& settings, const Graph& graph, std::ostream& text) {
+  const MergedWeights merged = merged_weights(graph);
+  if (merged.copies > 0) text << "warning  " << merged_weights_note(merged, summarize(graph).trainable_parameters) << "\n";
   text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
        << "\ncluster  " << settings.cluster.name << ": " << settings.cluster.gpu.name << ", " << settings.cluster.gpus_per_node
        << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     analytic model (docs/cost-model.md)"
@@ -323,7 +327,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   const PlanOptions options = plan_options(args, settings, start, hinted, err);
   if (args.dump_space) dump_space(*args.dump_space, counts, settings, graph, compute, options.space, out);
 
-  print_header(args, settings, text);
+  print_header(args, settings, graph, text);
   std::vector<GpuPlan> plans = plan_counts(args, counts, s, graph, compute, options, text);
   if (args.json) write_output(*args.json, "--json", out, [&](std::ostream& os) { write_plan_json(os, settings, graph, plans); });
   if (args.plot) write_svg(plot_spec(args, settings, plans), *args.plot);

@@ -4,6 +4,16 @@
 #include <cstdio>
 
 namespace tensoropt {
+
+std::string with_commas(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
 namespace {
 
 // v in the largest of `units` (each `base` times the last) that keeps it at least 1; whole in the first.

@@ -8,6 +8,7 @@
 
 namespace tensoropt {
 
+std::string with_commas(int64_t n);     // 124439808 -> "124,439,808"
 std::string bytes_human(double bytes);  // 512 -> "512 B", 1536 -> "1.50 KiB", up to TiB
 std::string flops_human(double flops);  // 4.1e9 -> "4.10 GFLOP", up to PFLOP
 // "1 GPU", "8 GPUs": n and the noun, plural unless n is 1 (an `s` added, or `plural` when given).

@@ -141,4 +141,23 @@ Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep) {
   return out;
 }
 
+Problem fold_fixed_nodes(const Problem& problem) {
+  Problem out;
+  out.node_cost = problem.node_cost;
+  for (const Problem::Edge& e : problem.edges) {
+    const size_t ku = static_cast<size_t>(problem.num_configs(e.u));
+    const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
+    if (ku > 1 && kv > 1) {
+      out.edges.push_back(e);
+    } else if (ku == 1) {  // cost[0 * kv + k]: a cost per configuration of e.v
+      auto& costs = out.node_cost[static_cast<size_t>(kv == 1 ? e.u : e.v)];
+      for (size_t k = 0; k < costs.size(); ++k) costs[k] = costs[k] + e.cost[k];
+    } else {  // kv == 1: cost[k * 1 + 0], a cost per configuration of e.u
+      auto& costs = out.node_cost[static_cast<size_t>(e.u)];
+      for (size_t k = 0; k < costs.size(); ++k) costs[k] = costs[k] + e.cost[k];
+    }
+  }
+  return out;
+}
+
 }  // namespace tensoropt::planner

@@ -60,6 +60,14 @@ struct Narrowed {
 };
 [[nodiscard]] Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep);
 
+// The same Problem with every edge at a node of one configuration folded into the costs of the
+// edge's other node (into e.u's when both have one): such an edge adds the same cost to every
+// strategy that its other node's configuration does, so every assignment costs what it cost
+// before, and the node no longer widens FT's elimination order (a weight that many layers read,
+// once narrowed to one layout, stops joining the layers). Nodes keep their ids and
+// configurations. Parallel edges between two free nodes are kept as they are.
+[[nodiscard]] Problem fold_fixed_nodes(const Problem& problem);
+
 namespace detail {
 // evaluate() without validation, for solvers that validated once. REQUIRES: validate(problem)
 // passed and assignment is in range.

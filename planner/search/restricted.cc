@@ -28,6 +28,7 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
                                                                      const std::vector<std::vector<int>>& allowed,
                                                                      bool time_only) {
   Narrowed sub = narrow(space.problem(), allowed);
+  sub.problem = fold_fixed_nodes(sub.problem);
   if (time_only) {
     for (auto& costs : sub.problem.node_cost)
       for (Cost& c : costs) c = time_first(c);
@@ -39,9 +40,14 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
 
 bool tractable(const Problem& p) { return tractable(p, greedy_elimination_order(p)); }
 
-// Configurations of variable v in a uniform family: data parallel (batch) or replicated.
-std::vector<int> family_configs(const StrategySpace& space, int var, bool batch) {
+// Configurations of variable v in a uniform family: data parallel (batch) or replicated. With
+// `strict`, a parameter keeps one: replicated, sharded by ZeRO-2 in the data-parallel family and
+// whole in the replicated one (else the first of its replicated layouts).
+std::vector<int> family_configs(const StrategySpace& space, int var, bool batch, bool strict) {
   const Variable& v = space.variables()[static_cast<size_t>(var)];
+  auto replicated = [](const Layout& l) {
+    return std::all_of(l.placements().begin(), l.placements().end(), [](const Placement& p) { return p == Placement::replicate(); });
+  };
   std::vector<int> out;
   for (size_t k = 0; k < v.configs.size(); ++k) {
     const VarConfig& c = v.configs[k];
@@ -51,13 +57,18 @@ std::vector<int> family_configs(const StrategySpace& space, int var, bool batch)
       ok = !c.recompute && (batch ? data_parallel(v, oc)
                                   : std::all_of(oc.axis_dim.begin(), oc.axis_dim.end(), [](int d) { return d < 0; }));
     } else if (v.kind == VarKind::Parameter) {
-      ok = true;
+      ok = !strict || replicated(c.layout);
     } else {
       int b = space.graph().tensors[static_cast<size_t>(v.tensor)].batch_axis;
       Placement want = batch && b >= 0 ? Placement::shard(b) : Placement::replicate();
       ok = std::all_of(c.layout.placements().begin(), c.layout.placements().end(), [&](const Placement& p) { return p == want; });
     }
     if (ok) out.push_back(static_cast<int>(k));
+  }
+  if (strict && v.kind == VarKind::Parameter && out.size() > 1) {
+    const int zero = batch ? 2 : 0;
+    auto it = std::find_if(out.begin(), out.end(), [&](int k) { return v.configs[static_cast<size_t>(k)].zero == zero; });
+    out = {it != out.end() ? *it : out.front()};
   }
   return out;
 }
@@ -77,16 +88,17 @@ std::vector<std::vector<int>> neighbours(const Problem& p) {
 }
 
 // `allowed` with every wide variable narrowed to its uniform family (data parallel with `batch`,
-// else replicated); `restricted` counts the variables narrowed.
+// else replicated; `strict`: one configuration per parameter); `restricted` counts the variables
+// narrowed.
 std::vector<std::vector<int>> uniform_restriction(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                                                  const std::vector<bool>& wide, bool batch, int& restricted) {
+                                                  const std::vector<bool>& wide, bool batch, bool strict, int& restricted) {
   const int n = space.problem().num_nodes();
   std::vector<std::vector<int>> narrowed = allowed;
   narrowed.resize(static_cast<size_t>(n));
   restricted = 0;
   for (int v = 0; v < n; ++v) {
     if (!wide[static_cast<size_t>(v)]) continue;
-    std::vector<int> family = family_configs(space, v, batch);
+    std::vector<int> family = family_configs(space, v, batch, strict);
     auto& a = narrowed[static_cast<size_t>(v)];
     if (!a.empty()) {
       std::vector<int> both;
@@ -102,13 +114,13 @@ std::vector<std::vector<int>> uniform_restriction(const StrategySpace& space, co
 
 // The union of the two uniform restrictions' frontiers; nullopt when FT refuses both.
 std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                                      const std::vector<bool>& wide, const FtOptions& ft, std::string& approximation,
-                                      bool time_only) {
+                                      const std::vector<bool>& wide, bool strict, const FtOptions& ft,
+                                      std::string& approximation, bool time_only) {
   std::vector<FrontierPoint> all;
   FtStats stats;
   int restricted = 0;
   for (bool batch : {true, false}) {
-    const std::vector<std::vector<int>> narrowed = uniform_restriction(space, allowed, wide, batch, restricted);
+    const std::vector<std::vector<int>> narrowed = uniform_restriction(space, allowed, wide, batch, strict, restricted);
     try {
       if (!tractable(restricted_problem(space, narrowed, time_only).first)) continue;
       FtResult r = solve_restricted(space, narrowed, ft, time_only);  // FtMemoryLimit propagates
@@ -123,7 +135,8 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
   }
   if (all.empty()) return std::nullopt;
   approximation = "approximate: " + std::to_string(restricted) +
-                  " variables of densely connected regions restricted to uniform data-parallel or replicated strategies";
+                  " variables of densely connected regions restricted to uniform data-parallel or replicated strategies" +
+                  (strict ? std::string(", their parameters replicated") : std::string());
   FtResult out;
   out.stats = stats;
   out.points = pareto_merge(std::move(all));
@@ -164,16 +177,25 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
     const std::vector<std::vector<int>> adj = neighbours(space.problem());
     std::vector<bool> wide(adj.size(), false);
     for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;
-    for (int ring = 0; ring < 3; ++ring) {
-      if (ring > 0) {
-        std::vector<bool> grown = wide;
-        for (size_t v = 0; v < adj.size(); ++v)
-          if (wide[v])
-            for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
-        wide = grown;
+    // Rings around the wide variables, then the same with each of their parameters held to one
+    // layout (a weight that every layer reads joins them all, whatever else is restricted), then
+    // every variable so: the last always leaves a space FT takes.
+    for (bool strict : {false, true}) {
+      std::vector<bool> ring = wide;
+      for (int r = 0; r < 3; ++r) {
+        if (r > 0) {
+          std::vector<bool> grown = ring;
+          for (size_t v = 0; v < adj.size(); ++v)
+            if (ring[v])
+              for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
+          ring = grown;
+        }
+        if (std::optional<FtResult> res = solve_uniform(space, allowed, ring, strict, ft, approximation, time_only))
+          return std::move(*res);
       }
-      if (std::optional<FtResult> r = solve_uniform(space, allowed, wide, ft, approximation, time_only)) return std::move(*r);
     }
+    const std::vector<bool> all(adj.size(), true);
+    if (std::optional<FtResult> res = solve_uniform(space, allowed, all, true, ft, approximation, time_only)) return std::move(*res);
     throw;
   }
 }

@@ -6,11 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include "graph/import.h"
+#include "graph/merged_weights.h"
 #include "graph/summary.h"
 
 namespace tensoropt {
@@ -93,6 +96,53 @@ TEST_CASE("user exports: plan with no flag but --gpus 8 succeeds on every one") 
     int status = std::system(cmd.c_str());
     CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
   }
+}
+
+TEST_CASE("user exports: weights the exporter merged are found where it merged them, and nowhere else") {
+  auto m = manifest();
+  int fresh = 0;
+  for (auto& [name, e] : m.items()) {
+    CAPTURE(name);
+    const Graph g = load(e, 2);
+    const MergedWeights merged = merged_weights(g);
+    if (e.value("fresh_init", false)) {
+      ++fresh;
+      // A fresh model's equal weights come back: the graph's parameters plus the merged copies are
+      // PyTorch's count.
+      CHECK(merged.copies > 0);
+      CHECK(summarize(g).trainable_parameters + merged.elements == e["pytorch_trainable_parameters"].get<int64_t>());
+      const std::string note = merged_weights_note(merged, summarize(g).trainable_parameters);
+      CHECK(note.find("TrainingMode.TRAINING") != std::string::npos);
+      CHECK(note.find("'encoder.layers.") != std::string::npos);  // a name the user wrote, not onnx::
+    } else {
+      // Trained (perturbed) weights, tied weights (the GPT's embedding and head), training mode.
+      CHECK(merged.copies == 0);
+      CHECK(merged_weights_note(merged, 1).empty());
+    }
+  }
+  CHECK(fresh == 1);
+}
+
+TEST_CASE("user exports: a fresh model's merged weights are named by inspect and plan, and every mesh is planned") {
+  const std::string file = kDir + "transformer_encoder_eval_fresh_inline_b4.onnx";
+  const std::string out = (std::filesystem::temp_directory_path() / "tensoropt_fresh_plan.txt").string();
+  for (const std::string cmd : {" inspect ", " plan "}) {
+    CAPTURE(cmd);
+    const std::string line = std::string(TENSOROPT_BINARY) + cmd + file + (cmd == " plan " ? " --gpus 8" : "") + " >" + out + " 2>&1 </dev/null";
+    const int status = std::system(line.c_str());
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    std::ifstream f(out);
+    const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    CHECK(text.find("the export merged 15 parameters") != std::string::npos);
+    CHECK(text.find("it counts 67,594 parameters, not 33,930") != std::string::npos);
+    if (cmd == " plan ") {
+      // The weights every layer reads join the layers; the planner restricts them and says so
+      // rather than skip the mesh.
+      CHECK(text.find("skipped mesh") == std::string::npos);
+      CHECK(text.find("[2 intra, 4 intra]: approximate") != std::string::npos);
+    }
+  }
+  std::filesystem::remove(out);
 }
 
 }  // namespace tensoropt

@@ -182,4 +182,27 @@ TEST_CASE("narrow: keeps the named configurations and their edge rows, refuses b
   CHECK_THROWS_WITH_AS(narrow(p, {{}, {1, 1}}), doctest::Contains("node 1 keeps configuration 1 twice"), std::invalid_argument);
 }
 
+TEST_CASE("fold_fixed_nodes: every strategy costs what it cost, and fixed nodes join nothing") {
+  Rng rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    const Problem p = random_problem(static_cast<Shape>(trial % static_cast<int>(Shape::kCount)), rng.in(2, 7), 3, 20, 1, rng);
+    const Problem f = fold_fixed_nodes(p);
+    REQUIRE(f.num_nodes() == p.num_nodes());
+    for (const Problem::Edge& e : f.edges) CHECK((f.num_configs(e.u) > 1 && f.num_configs(e.v) > 1));
+    for (int k = 0; k < 20; ++k) {
+      const std::vector<int> a = random_assignment(p, rng);
+      CHECK(evaluate(f, a) == evaluate(p, a));
+    }
+  }
+  // By hand: node 1 has one configuration; its edges land on nodes 0 and 2.
+  Problem p;
+  p.node_cost = {{{1, 0}, {2, 0}}, {{5, 5}}, {{0, 1}, {0, 2}}};
+  p.edges = {{0, 1, {{10, 0}, {20, 0}}}, {1, 2, {{0, 10}, {0, 20}}}};
+  const Problem f = fold_fixed_nodes(p);
+  CHECK(f.edges.empty());
+  CHECK(f.node_cost[0] == std::vector<Cost>{{11, 0}, {22, 0}});
+  CHECK(f.node_cost[2] == std::vector<Cost>{{0, 11}, {0, 22}});
+}
+
 }  // namespace tensoropt::planner
