@@ -147,6 +147,7 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
                     : !searched(b)     ? "not dominated: its mesh is outside the --mesh-axes searched"
                                        : "NOT dominated by the frontier (a bug: please report)");
       out << line;
+      if (!b.caveat.empty()) out << "      note: " << b.caveat << "\n";
     }
     if (!f.points.empty()) out << "    fastest plan           point 0, " << seconds_human(f.points[0].cost.time) << "\n";
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "graph/summary.h"
+
 #include "planner/search/restricted.h"
 
 namespace tensoropt::planner {
@@ -64,6 +66,30 @@ std::vector<std::vector<int>> restriction(const StrategySpace& space, Rule op_ru
   return allowed;
 }
 
+// Ops of a data-parallel baseline that compute per-sample values but have no batch dim to split
+// (so they run whole on every device): one line naming how many and the first, or "".
+std::string unsplit_batch_caveat(const StrategySpace& space) {
+  const Graph& g = space.graph();
+  const std::vector<bool> per_sample = data_dependent(g);
+  int count = 0;
+  std::string first;
+  for (const Variable& v : space.variables()) {
+    if (v.kind != VarKind::Op) continue;
+    const Node& n = g.nodes[static_cast<size_t>(v.node)];
+    const bool has_batch = std::any_of(v.space.dims.begin(), v.space.dims.end(), [](const IterDim& d) { return d.role == DimRole::Batch; });
+    const bool sampled = std::any_of(n.outputs.begin(), n.outputs.end(), [&](int t) { return t >= 0 && per_sample[static_cast<size_t>(t)]; });
+    if (has_batch || !sampled || space.node_costs()[static_cast<size_t>(v.node)].fwd_flops <= 0) continue;
+    if (count++ == 0) first = n.name;
+  }
+  if (count == 0) return "";
+  std::string s = std::to_string(count) + (count == 1 ? " op" : " ops");
+  s += " with no batch axis the planner can split ('";
+  s += first;
+  s += "': the batch is not an axis of its own there, e.g. an inner factor of an axis a Reshape merged) run whole on every GPU here, with the "
+       "communication that takes; real DDP splits them";
+  return s;
+}
+
 }  // namespace
 
 bool data_parallel(const Variable& v, const OpConfig& c) {
@@ -92,12 +118,16 @@ std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster,
   {
     auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
     auto allowed = restriction(*space, data_parallel, 0, true);
+    const std::string caveat = unsplit_batch_caveat(*space);
     add("data parallel", std::move(space), allowed);
+    if (!out.empty() && out.back().name == "data parallel") out.back().caveat = caveat;
   }
   if (options.space.zero && gpus > 1) {
     auto space = std::make_unique<StrategySpace>(graph, dp_mesh, compute, options.space);
     auto allowed = restriction(*space, data_parallel, 2, true);
+    const std::string caveat = unsplit_batch_caveat(*space);
     add("ZeRO-2", std::move(space), allowed);
+    if (!out.empty() && out.back().name == "ZeRO-2") out.back().caveat = caveat;
   }
   if (gpus > 1) {
     int g = cluster.gpus_per_node;

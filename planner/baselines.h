@@ -32,6 +32,10 @@ struct Baseline {
   Cost cost;
   std::unique_ptr<StrategySpace> space;  // the mesh it runs on
   std::vector<int> assignment;
+  // Where the baseline is not quite what its name says, one line why ("" when it is): ops whose
+  // batch the space cannot split (the batch an inner factor of an axis a Reshape merged, as in
+  // a sequence-first attention's [T*B, C] projection) run whole in "data parallel".
+  std::string caveat;
 };
 
 std::vector<Baseline> find_baselines(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,

@@ -296,6 +296,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
       int dominating = dominating_point(f, b.cost);
       bj["dominated_by_point"] = dominating >= 0 ? ordered_json(dominating) : ordered_json(nullptr);
       ordered_json entry = {{"name", b.name}};
+      if (!b.caveat.empty()) entry["caveat"] = b.caveat;
       for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();
       tail["baselines"].push_back(entry);
     }

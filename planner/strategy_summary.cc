@@ -1,6 +1,7 @@
 #include "planner/strategy_summary.h"
 
 #include <array>
+#include <cstdio>
 
 namespace tensoropt::planner {
 
@@ -34,6 +35,19 @@ StrategyCounts count_strategy(const StrategySpace& space, const std::vector<int>
     for (size_t k = 1; k < 3; ++k)
       if (w[k] > w[best]) best = k;
     out.axis_roles.push_back(names[best]);
+    // Every other kind of split on the axis, with its share of the FLOPs: a point that is mostly
+    // data parallel but splits some convolutions over channels says so.
+    std::string minor;
+    const double total = w[0] + w[1] + w[2];
+    for (size_t k = 0; k < 2; ++k) {
+      if (k == best || w[k] <= 0) continue;
+      const double pct = 100 * w[k] / total;
+      char buf[32];
+      if (pct < 1) std::snprintf(buf, sizeof buf, "<1%%");
+      else std::snprintf(buf, sizeof buf, "%.0f%%", pct);
+      minor += std::string(minor.empty() ? "" : ", ") + names[k] + " " + buf;
+    }
+    out.axis_minor.push_back(minor);
   }
   return out;
 }
@@ -45,8 +59,10 @@ std::string summarize_strategy(const StrategySpace& space, const std::vector<int
   if (mesh.size() == 1) {
     s = "1 GPU";
   } else {
-    for (int a = 0; a < mesh.ndim(); ++a)
+    for (int a = 0; a < mesh.ndim(); ++a) {
       s += (a ? " x " : "") + c.axis_roles[static_cast<size_t>(a)] + std::to_string(mesh.axis(a).size);
+      if (!c.axis_minor[static_cast<size_t>(a)].empty()) s += " (" + c.axis_minor[static_cast<size_t>(a)] + ")";
+    }
   }
   if (c.recomputed_ops) s += ", recompute " + std::to_string(c.recomputed_ops) + " ops";
   auto zero = [&](int n, int level) {
