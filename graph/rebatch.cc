@@ -58,8 +58,34 @@ class AxisClasses {
 
 bool known(const Tensor& x) { return x.dtype != DType::Undefined; }
 
+// The input position of the shape operand with which an op sets its output's shape explicitly
+// (where an export writes the batch as a number), or -1.
+int shape_operand(const std::string& type) {
+  return type == "Reshape" || type == "Expand" || type == "Tile" ? 1
+         : type == "ConstantOfShape"                             ? 0
+         : type == "Resize"                                      ? 3
+                                                                 : -1;
+}
+
+// Which tensors may hold the batch: the data inputs, what a shape operand sized (a class token
+// expanded to [B0, 1, d]), and what is computed from either. A tensor of the model's own (a
+// causal mask sliced from a buffer to [1, 1, T, T]) does not, even where it broadcasts against
+// the batch at B0 = 1 with an axis of the same size.
+std::vector<bool> may_hold_batch(const Graph& g) {
+  std::vector<bool> holds(g.tensors.size(), false);
+  for (int t : g.inputs) holds[static_cast<size_t>(t)] = true;
+  for (const Node& n : g.nodes) {
+    bool any = shape_operand(n.op_type) >= 0;
+    for (int t : n.inputs) any = any || (t >= 0 && holds[static_cast<size_t>(t)]);
+    for (int o : n.outputs)
+      if (o >= 0) holds[static_cast<size_t>(o)] = any;
+  }
+  return holds;
+}
+
 // Operand axes mapped to one iteration dim index the same positions: one class.
 void unite_by_spaces(const Graph& g, AxisClasses& c) {
+  const std::vector<bool> holds = may_hold_batch(g);
   for (const Node& n : g.nodes) {
     if (is_reshape(n.op_type) || !find_op(n.op_type)) continue;
     bool ready = true;
@@ -76,7 +102,7 @@ void unite_by_spaces(const Graph& g, AxisClasses& c) {
     auto collect = [&](const std::vector<int>& tensors, const std::vector<std::vector<int>>& maps) {
       for (size_t k = 0; k < tensors.size() && k < maps.size(); ++k) {
         int t = tensors[k];
-        if (t < 0) continue;
+        if (t < 0 || !holds[static_cast<size_t>(t)]) continue;
         const Shape& shape = g.tensors[static_cast<size_t>(t)].shape;
         for (size_t a = 0; a < maps[k].size() && a < shape.size(); ++a) {
           int d = maps[k][a];
@@ -169,10 +195,7 @@ ShapeRewrites shape_rewrites(const Graph& g, const std::map<int, std::vector<Bat
     const std::vector<BatchAxis>* ba = batch_of(n.outputs[0]);
     if (!ba) continue;
     const Shape& shape = g.tensors[static_cast<size_t>(n.outputs[0])].shape;
-    int pos = n.op_type == "Reshape" || n.op_type == "Expand" || n.op_type == "Tile" ? 1
-              : n.op_type == "ConstantOfShape"                                     ? 0
-              : n.op_type == "Resize"                                              ? 3
-                                                                                   : -1;
+    const int pos = shape_operand(n.op_type);
     if (pos < 0 || static_cast<int>(n.inputs.size()) <= pos || n.inputs[static_cast<size_t>(pos)] < 0) continue;
     const Tensor& operand = g.tensors[static_cast<size_t>(n.inputs[static_cast<size_t>(pos)])];
     if (!operand.value || !dtype_is_integral(operand.value->dtype)) continue;

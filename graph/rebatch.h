@@ -9,7 +9,9 @@
 //  1. Import at B0, where the export is consistent (infer_static, no pruning).
 //  2. batch_axes(): which axes of which tensors are indexed by the batch, and as which factor of
 //     the axis (BatchAxis). Seeded by axis 0 of every data input; carried through every op's
-//     iteration space (operand axes mapped to one iteration dim are one index) and through
+//     iteration space (operand axes mapped to one iteration dim are one index), among the tensors
+//     that may hold a batch (computed from a data input or sized by a shape operand: a mask of
+//     the model's own that broadcasts against the batch does not), and through
 //     reshapes by element strides (the batch index keeps its flat stride across a reshape, so the
 //     output axis whose stride range holds it holds the batch).
 //  3. shape_rewrites(): every entry of a shape operand (Reshape's shape, Expand's shape,

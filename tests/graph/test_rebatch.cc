@@ -107,6 +107,24 @@ TEST_CASE("rebatch: a batch-1 export, whose batch axis has size 1, re-batches to
   CHECK(tensor(g, "z").shape == Shape{3, 2, 4, 4});
 }
 
+TEST_CASE("rebatch: at batch 1, a mask of the model's own that broadcasts against the batch is not the batch") {
+  // nanoGPT at a fixed batch of 1: its causal mask, a buffer sliced to [1, 1, T, T], meets the
+  // scores [B0, h, T, T] with an axis 0 of the same size 1. It does not depend on the data, so
+  // that 1 is a broadcast, not the batch; the class token expanded from a shape operand (above)
+  // still follows the batch, and so does a mask built from the data.
+  ModelBuilder b;
+  b.input("x", {1, 2, 3, 3}).floats("mask", {1, 1, 3, 3}).floats("zero", {1})
+      .node("Equal", {"mask", "zero"}, {"masked"})
+      .node("Where", {"masked", "zero", "x"}, {"y"})
+      .node("Add", {"y", "mask"}, {"z"})
+      .output("z");
+  Graph g = import(b, 4);
+  CHECK(tensor(g, "masked").shape == Shape{1, 1, 3, 3});
+  CHECK(tensor(g, "y").shape == Shape{4, 2, 3, 3});
+  CHECK(tensor(g, "z").shape == Shape{4, 2, 3, 3});
+  CHECK(tensor(g, "z").batch_axis == 0);
+}
+
 TEST_CASE("rebatch: what cannot be re-batched is refused with the export's batch and the fix") {
   SUBCASE("a weight-sized tensor of the export's batch added to the data") {
     ModelBuilder b;
