@@ -294,23 +294,29 @@ TEST_CASE("run --save and --resume on 2 workers under data parallelism with Batc
   same_losses(got, losses(dir.path + "/whole.json"));
 }
 
-TEST_CASE("run workers started as torchrun and mpirun start them meet through a file store") {
+TEST_CASE("run workers started as torchrun, srun and mpirun start them meet through a file store") {
   test::TempDir dir;
   const std::vector<double> want = one_device(dir.path);
   const std::string plan = dir.path + "/plan.json";
   Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --cluster cpu --json " + plan, dir.path);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const std::string common = " run " + kGpt + " --gpus 2 --steps 3 --threads 1 --plan " + plan + kData;
-  // torchrun: RANK, WORLD_SIZE and LOCAL_RANK per process.
-  {
+  // torchrun: RANK, WORLD_SIZE and LOCAL_RANK per process; srun: SLURM_PROCID and SLURM_NTASKS
+  // (with SLURM_LOCALID, as srun sets it; docs/multi-node.md).
+  const std::pair<std::string, std::string> launchers[] = {{"torchrun", "RANK=@ WORLD_SIZE=2 LOCAL_RANK=@"},
+                                                           {"srun", "SLURM_PROCID=@ SLURM_NTASKS=2 SLURM_LOCALID=@"}};
+  for (const auto& [name, vars] : launchers) {
+    CAPTURE(name);
     auto results = test::run_children(2, [&](int rank) {
-      const std::string cmd = "RANK=" + std::to_string(rank) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(rank) + " " + kBin + common +
-                              " --rendezvous file:" + dir.path + "/torchrun --report " + dir.path + "/torchrun" + std::to_string(rank) +
-                              ".json >/dev/null 2>" + dir.path + "/torchrun" + std::to_string(rank) + ".err";
-      if (std::system(cmd.c_str()) != 0) throw std::runtime_error(slurp(dir.path + "/torchrun" + std::to_string(rank) + ".err"));
+      std::string env = vars;
+      for (size_t at; (at = env.find('@')) != std::string::npos;) env.replace(at, 1, std::to_string(rank));
+      const std::string base = dir.path + "/" + name;
+      const std::string cmd = env + " " + kBin + common + " --rendezvous file:" + base + " --report " + base + std::to_string(rank) +
+                              ".json >/dev/null 2>" + base + std::to_string(rank) + ".err";
+      if (std::system(cmd.c_str()) != 0) throw std::runtime_error(slurp(base + std::to_string(rank) + ".err"));
     }, std::chrono::seconds(120));
     for (const auto& r : results) CHECK(r.message == "ok");
-    same_losses(losses(dir.path + "/torchrun0.json"), want);
+    same_losses(losses(dir.path + "/" + name + "0.json"), want);
   }
   // Open MPI: OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE.
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) {
