@@ -5,6 +5,7 @@
 
 #include "graph/error.h"
 #include "graph/fuse.h"
+#include "graph/unmerge_batch.h"
 #include "graph/import_steps.h"
 #include "graph/op_catalogue.h"
 #include "graph/ops/helpers.h"
@@ -155,6 +156,7 @@ void cross_check(const Graph& g, const std::map<std::string, Shape>& reference) 
 void finish_static(Graph& g) {
   prune(g);
   if (fuse_activations(g) > 0) prune(g);
+  if (unmerge_batch_products(g) > 0) prune(g);
   try {
     propagate_batch_axes(g);
   } catch (const OpError& e) {

@@ -114,6 +114,9 @@ TEST_CASE("peak bound: the frontier dominates the summed one, and where every pe
     double least_summed = 1e300, least = 1e300;
     for (const PlanPoint& p : f.points) least = std::min(least, p.cost.memory);
     for (size_t m = 0; m < f.spaces.size(); ++m) {
+      // A mesh solved by the wide-region fallback says it is approximate (llama_tiny's [2, 2]):
+      // its exact points need not be on the frontier.
+      if (!f.meshes[m].approximation.empty()) continue;
       StrategySpace plain(g, f.spaces[m]->mesh(), compute, o.space);
       for (const FrontierPoint& p : solve_ft(plain.problem()).points) {
         summed.push_back(plain.cost(p.assignment));

@@ -62,7 +62,11 @@ struct Tolerance {
   double loss, grad, weight;
   bool l2;  // tensors in the L2 norm (else elementwise against the largest magnitude)
 };
-constexpr Tolerance kFp32{1e-5, 1e-4, 1e-3, false}, kBf16{2e-3, 0.25, 2e-2, true};
+// bf16 losses: within 4e-3, about one bf16 rounding (2^-8) of the loss: a sharded step rounds
+// partial products and sums in another order than one device does, and three steps carry that on
+// (the vit's projection, an Einsum and a bias Add each rounding once, drifts 2.2e-3 on one draw;
+// the same draws in fp32 agree within 1e-5, which is what checks the sharding itself).
+constexpr Tolerance kFp32{1e-5, 1e-4, 1e-3, false}, kBf16{4e-3, 0.25, 2e-2, true};
 
 // How far `got` is from `want` on the tolerance's scale: the largest elementwise difference over
 // the largest |want| (plus `floor`), or the L2 norms' ratio; and the element that differs most.
