@@ -19,15 +19,21 @@ std::string slurp(const std::filesystem::path& path) {
   return ss.str();
 }
 
+// Where the outputs of a run go: a directory of this process, removed when it exits.
+struct OutputDir {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("tensoropt_cli_binary_" + std::to_string(::getpid()));
+  OutputDir() { std::filesystem::create_directories(path); }
+  ~OutputDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
 }  // namespace
 
 CliResult run_cli(const std::string& args, const std::string& env, const std::string& binary) {
-  static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("tensoropt_cli_binary_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  const auto out = dir / "stdout", err = dir / "stderr";
+  static const OutputDir dir;
+  const auto out = dir.path / "stdout", err = dir.path / "stderr";
   const std::string cmd = env + (env.empty() ? "" : " ") + binary + " " + args + " >" + out.string() + " 2>" + err.string() + " </dev/null";
   const int status = std::system(cmd.c_str());
   CliResult r;
