@@ -19,6 +19,7 @@
 #include "cli/flag_errors.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
+#include "launcher/devices.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
 #include "launcher/launch/local.h"
@@ -179,7 +180,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
       ->capture_default_str()->check(cli::integer(1));
   rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
-  rn->add_option("--device", o.device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
+  rn->add_option("--device", o.device, "cpu (Eigen kernels; cuda comes with the CUDA backend: tensoropt devices shows the GPUs)")->capture_default_str();
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(cli::integer<int64_t>(1));
   rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(cli::integer<int64_t>(1));
   rn->add_option("--optimizer", o.optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
@@ -202,6 +203,14 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(cli::integer(0));
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+}
+
+struct Devices {
+  CLI::App* command = nullptr;
+};
+
+void add_devices(CLI::App& app, Devices& o) {
+  o.command = app.add_subcommand("devices", "The devices run can use here: the CPU, and the CUDA runtime and library versions loaded and the GPUs visible (loads the CUDA module)");
 }
 
 // Trains in this process, as one worker of a launched group, or by starting `--gpus` workers here.
@@ -267,17 +276,19 @@ int main(int argc, char** argv) {
   CLI::App app{"tensoropt: plan and run data and tensor parallel training of ONNX models"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "Print the version, CUDA support and library versions, then exit");
+  app.add_flag("--version", version, "Print the version, CUDA support and the library versions compiled against (tensoropt devices: those loaded, and the GPUs), then exit");
   Inspect inspect;
   Ops ops;
   Plan plan;
   Evaluate eval;
   Run run;
+  Devices devices;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
   add_evaluate(app, eval);
   add_run(app, run);
+  add_devices(app, devices);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -290,6 +301,10 @@ int main(int argc, char** argv) {
     if (*plan.command) return cli::run_plan(plan.args, std::cout, std::cerr);
     if (*eval.command) return cli::run_evaluate(eval.args, std::cout);
     if (*run.command) return run_run(run, argc, argv);
+    if (*devices.command) {
+      std::cout << devices_info();
+      return 0;
+    }
     std::cout << app.help();
     return 2;
   });

@@ -88,7 +88,7 @@ TEST_CASE("flag errors: every subcommand's flag mistakes are one 'tensoropt: err
       "plan " + kModel + " --gpus 2 --recompute all --no-recompute", "plan " + kModel + " --gpus 2 --batch 1e3",
       "evaluate " + kModel + " --strategy s.json --gpus 0", "evaluate " + kModel + " --strategy s.json --batch -4", "evaluate " + kModel + " --strategy",
       "run " + kModel + " --gpus 0", "run " + kModel + " --point -1", "run " + kModel + " --weight-decay inf", "run " + kModel + " --batch 010x",
-      "--versoin",
+      "devices --gpus 2", "devices extra", "--versoin",
   };
   for (const std::string& args : bad) {
     CAPTURE(args);
