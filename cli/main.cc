@@ -16,14 +16,18 @@
 #endif
 
 #include "cli/commands.h"
+#include "cli/flag_errors.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
+#include "launcher/devices.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
 #include "launcher/launch/local.h"
 #include "launcher/train/worker.h"
 
 namespace {
+
+namespace cli = tensoropt::cli;
 
 #if defined(__GLIBC__) && defined(__linux__)
 // `plan` touches a few hundred MiB of fresh heap (strategy spaces, FT's factors and records, the
@@ -80,7 +84,7 @@ void add_inspect(CLI::App& app, Inspect& o) {
   CLI::App* ins = o.command = app.add_subcommand("inspect", "What is in a model: ops, parameters, FLOPs, activation memory");
   ins->add_option("model", o.args.model, "ONNX model file")->required();
   ins->add_option("--batch,-b", o.batch, "Batch size: sets the batch axis (axis 0) of every data input; a fixed-batch export is re-batched")
-      ->check(CLI::PositiveNumber);
+      ->check(cli::integer<int64_t>(1));
   ins->add_flag("--json", o.args.json, "Print JSON instead of text (format in docs/cli.md)");
   ins->add_flag("--verbose,-v", o.args.verbose, "List every node with its shapes, FLOPs and saved bytes");
   ins->add_option("--frozen", o.args.frozen, "Freeze the parameters whose names match this glob (*, ?, [...]): kept as buffers, never trained; repeat for several");
@@ -113,12 +117,13 @@ void add_plan(CLI::App& app, Plan& o) {
   pl->add_option("--gpus,-g", plan.gpus, "GPU counts: 8, a list 1,2,4,8, or a range 1-64 (powers of two)")->required();
   pl->add_option("--cluster,-c", plan.cluster, "Cluster preset (h100-sxm, a100-80gb-sxm, cpu) or a cluster .json file")
       ->capture_default_str();
-  pl->add_option("--batch,-b", plan.batch, "Global batch size (default: 8 per GPU at the largest count)")->check(CLI::PositiveNumber);
+  pl->add_option("--batch,-b", plan.batch, "Global batch size (default: 8 per GPU at the largest count)")->check(cli::integer<int64_t>(1));
   pl->add_option("--optimizer", plan.optimizer, "sgd, momentum, adam or adamw (costed as adam)")->capture_default_str();
   pl->add_option("--dtype", plan.dtype, "fp32, or bf16 (mixed precision, fp32 master weights)")->capture_default_str();
   pl->add_option("--memory-budget", plan.memory_budget, "Memory per GPU the chosen point must fit, e.g. 60GiB (default: GPU memory less the cluster's reserve)");
-  pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")->capture_default_str();
-  pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str();
+  pl->add_option("--epsilon", plan.epsilon, "Keep only points more than a relative epsilon apart (0: exact)")
+      ->capture_default_str()->check(cli::number(0, 1, /*hi_open=*/true));
+  pl->add_option("--mesh-axes", plan.mesh_axes, "Largest number of device-mesh axes to consider (1-3)")->capture_default_str()->check(cli::integer(1, 3));
   CLI::Option* recompute = pl->add_option("--recompute", plan.recompute_mode,
                  "Which ops may recompute their activations in backward: selective (those that keep something themselves), all (any op, so chains of ops recompute: frontiers reach far lower memory, but are larger and slower to find), none")
       ->capture_default_str();
@@ -127,12 +132,12 @@ void add_plan(CLI::App& app, Plan& o) {
   pl->add_flag("!--no-zero", plan.zero, "Do not consider ZeRO-2 sharding of optimizer state and gradients");
   pl->add_option("--param-persistence", plan.param_persistence,
                  "Parameters of fewer elements are stored whole on every GPU, never split and gathered at each use (biases, norm scales: as DeepSpeed's stage3_param_persistence_threshold); 0: any parameter may be split")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(cli::integer<int64_t>(0));
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
   pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");
   pl->add_flag("--baselines", plan.baselines, "Also cost data parallel, ZeRO-2 and Megatron-style tensor parallel");
-  pl->add_option("--rows", plan.rows, "Table rows per GPU count (0: all)")->capture_default_str();
+  pl->add_option("--rows", plan.rows, "Table rows per GPU count (0: all)")->capture_default_str()->check(cli::integer(0));
   pl->add_option("--planner-memory", plan.planner_memory,
                  "Largest working set of FT, shared by the meshes solved side by side, e.g. 8GiB (0: no limit); a mesh over its share is solved again with epsilon 0.01, or skipped, and named")
       ->capture_default_str();
@@ -148,10 +153,11 @@ void add_evaluate(CLI::App& app, Evaluate& o) {
   CLI::App* ev = o.command = app.add_subcommand("evaluate", "The cost of one strategy, with its breakdown");
   ev->add_option("model", eval.model, "ONNX model file")->required();
   ev->add_option("--strategy,-s", eval.strategy, "A plan file (plan --json) or a strategy file (docs/plan-format.md)")->required();
-  ev->add_option("--gpus,-g", eval.gpus, "With a plan file of several GPU counts: which frontier");
-  ev->add_option("--point,-p", eval.point, "With a plan file: which point (default: the chosen one)");
+  ev->add_option("--gpus,-g", eval.gpus, "With a plan file of several GPU counts: which frontier")->check(cli::integer(1));
+  ev->add_option("--point,-p", eval.point, "With a plan file: which point (default: the chosen one)")->check(cli::integer(0));
   ev->add_option("--cluster,-c", eval.cluster, "With a strategy file: cluster preset or .json (default h100-sxm); with a plan file it must be the plan's");
-  ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size (required); with a plan file it must be the plan's")->check(CLI::PositiveNumber);
+  ev->add_option("--batch,-b", eval.batch, "With a strategy file: global batch size (required); with a plan file it must be the plan's")
+      ->check(cli::integer<int64_t>(1));
   ev->add_option("--optimizer", eval.optimizer, "With a strategy file: sgd, momentum, adam or adamw (default adam); with a plan file it must be the plan's");
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
@@ -172,19 +178,21 @@ void add_run(CLI::App& app, Run& o) {
   CLI::App* rn = o.command = app.add_subcommand("run", "Train the model: forward, loss, backward and optimizer steps, measured against predicted");
   rn->add_option("model", train.model, "ONNX model file")->required();
   rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(cli::integer(1));
   rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
-  rn->add_option("--device", o.device, "cpu (Eigen kernels; cuda comes with the CUDA backend)")->capture_default_str();
-  rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber);
-  rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(CLI::PositiveNumber);
+  rn->add_option("--device", o.device, "cpu (Eigen kernels; cuda comes with the CUDA backend: tensoropt devices shows the GPUs)")->capture_default_str();
+  rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(cli::integer<int64_t>(1));
+  rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(cli::integer<int64_t>(1));
   rn->add_option("--optimizer", o.optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
-  rn->add_option("--lr", train.optimizer.lr, "Learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  rn->add_option("--momentum", train.optimizer.momentum, "SGD momentum")->capture_default_str()->check(CLI::NonNegativeNumber);
+  rn->add_option("--lr", train.optimizer.lr, "Learning rate")->capture_default_str()->check(cli::number(0));
+  rn->add_option("--momentum", train.optimizer.momentum, "SGD momentum")->capture_default_str()->check(cli::number(0));
   rn->add_option("--weight-decay", train.optimizer.weight_decay, "Weight decay (L2 for sgd and adam, decoupled for adamw)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(cli::number(0));
   rn->add_option("--loss", o.loss, "cross-entropy (logits [B,C] or [B,T,C] against integer labels) or mse")->capture_default_str();
-  rn->add_option("--seed", train.seed, "Seed of synthetic data, weight initialisation and dropout")->capture_default_str();
-  rn->add_option("--threads", train.threads, "Kernel threads per process (default: OMP_NUM_THREADS, else the cores shared among the processes)")->check(CLI::PositiveNumber);
+  rn->add_option("--seed", train.seed, "Seed of synthetic data, weight initialisation and dropout")
+      ->capture_default_str()->check(cli::integer<uint64_t>(0));
+  rn->add_option("--threads", train.threads, "Kernel threads per process (default: OMP_NUM_THREADS, else the cores shared among the processes)")
+      ->check(cli::integer(1));
   rn->add_option("--data", train.data, "Inputs as a NumPy .npy file [N, ...] (default: synthetic data)");
   rn->add_option("--labels", train.labels, "Labels (cross-entropy) or targets (mse) as a .npy file [N, ...]");
   rn->add_option("--frozen", train.frozen, "Freeze the parameters whose names match this glob (repeatable)");
@@ -193,8 +201,16 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--resume", train.resume, "Start from a checkpoint written by --save");
   rn->add_option("--dtype", train.dtype, "fp32, or bf16 (mixed precision: bf16 activations and gradients, fp32 master weights; default: the plan's, fp32)");
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
-  rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(CLI::NonNegativeNumber);
+  rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(cli::integer(0));
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+}
+
+struct Devices {
+  CLI::App* command = nullptr;
+};
+
+void add_devices(CLI::App& app, Devices& o) {
+  o.command = app.add_subcommand("devices", "The devices run can use here: the CPU, and the CUDA runtime and library versions loaded and the GPUs visible (loads the CUDA module)");
 }
 
 // Trains in this process, as one worker of a launched group, or by starting `--gpus` workers here.
@@ -217,8 +233,9 @@ int run_run(Run& o, int argc, char** argv) {
 }
 
 // Parses the command line into the options bound to `app`. Returns nothing to go on, else the exit
-// code: 0 after printing help, 2 after reporting bad usage.
+// code: 0 after printing help, 2 after reporting bad usage in one line (cli/flag_errors.h).
 std::optional<int> parse(CLI::App& app, int argc, char** argv) {
+  cli::require_ranges(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -226,8 +243,7 @@ std::optional<int> parse(CLI::App& app, int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::string what = e.what();
-    std::cerr << "tensoropt: " << what << (what.find("--help") == std::string::npos ? " (see --help)" : "") << "\n";
+    std::cerr << "tensoropt: error: " << cli::explain_parse_error(app, e) << "\n";
     return 2;
   }
   return std::nullopt;
@@ -260,17 +276,19 @@ int main(int argc, char** argv) {
   CLI::App app{"tensoropt: plan and run data and tensor parallel training of ONNX models"};
   app.require_subcommand(0, 1);
   bool version = false;
-  app.add_flag("--version", version, "Print the version, CUDA support and library versions, then exit");
+  app.add_flag("--version", version, "Print the version, CUDA support and the library versions compiled against (tensoropt devices: those loaded, and the GPUs), then exit");
   Inspect inspect;
   Ops ops;
   Plan plan;
   Evaluate eval;
   Run run;
+  Devices devices;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
   add_evaluate(app, eval);
   add_run(app, run);
+  add_devices(app, devices);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -283,6 +301,10 @@ int main(int argc, char** argv) {
     if (*plan.command) return cli::run_plan(plan.args, std::cout, std::cerr);
     if (*eval.command) return cli::run_evaluate(eval.args, std::cout);
     if (*run.command) return run_run(run, argc, argv);
+    if (*devices.command) {
+      std::cout << devices_info();
+      return 0;
+    }
     std::cout << app.help();
     return 2;
   });

@@ -4,6 +4,9 @@
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/linear_block_gemm.h"
+#ifdef TENSOROPT_HAVE_CUDA
+#include "launcher/runtime/cuda/loader.h"
+#endif
 
 namespace tensoropt::runtime {
 namespace {
@@ -22,6 +25,22 @@ const Entry kBackends[] = {
        (void)cpu::denormal_mode();   // a bad TENSOROPT_DENORMALS
      }},
 };
+
+// `--device cuda`: the CUDA module (cuda/loader.h) must load and see a GPU. The CUDA backend itself
+// is not written yet, so where it does, the run is refused all the same, saying so.
+[[noreturn]] void refuse_cuda(const std::string& allowed) {
+#ifdef TENSOROPT_HAVE_CUDA
+  std::string why;
+  const TensoroptCudaModule* module = cuda::load_module(&why);
+  if (!module) throw InputError("--device cuda: " + why);
+  const int gpus = cuda::gpu_count(*module, &why);
+  if (gpus == 0) throw InputError("--device cuda: no GPU visible (" + why + "; this build trains on: " + allowed + ")");
+  throw InputError("--device cuda: " + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
+                   " visible, but the CUDA backend is not built yet (this build trains on: " + allowed + ")");
+#else
+  throw InputError("--device cuda: this build has no CUDA support (built without a CUDA toolkit, or with TENSOROPT_CUDA=OFF; it trains on: " + allowed + ")");
+#endif
+}
 
 const Entry* find(std::string_view device) {
   for (const Entry& e : kBackends)
@@ -44,8 +63,8 @@ void check_device(std::string_view device) {
   }
   std::string allowed;
   for (const std::string& n : backend_names()) allowed += (allowed.empty() ? "" : ", ") + n;
-  const std::string why = device == "cuda" ? "the CUDA backend is not built yet" : "no such backend";
-  throw InputError("--device " + std::string(device) + ": " + why + " (this build trains on: " + allowed + ")");
+  if (device == "cuda") refuse_cuda(allowed);
+  throw InputError("--device " + std::string(device) + ": no such backend (this build trains on: " + allowed + ")");
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOptions& options) {

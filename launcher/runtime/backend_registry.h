@@ -2,9 +2,10 @@
 // new device (CUDA next) is one more entry here and nothing else in the launcher changes.
 //
 // check_device refuses an unknown name, or one this build lacks, with one line naming the flag,
-// the value and what is allowed, and a setting of the environment the backend refuses (the CPU
-// backend's TENSOROPT_GEMM, TENSOROPT_DENORMALS), naming the variable (InputError): the CLI calls
-// it before any work starts.
+// the value and what is allowed (for `cuda`, why not: it loads the CUDA module, cuda/loader.h, to
+// say whether the module is missing or a GPU is visible), and a setting of the environment the
+// backend refuses (the CPU backend's TENSOROPT_GEMM, TENSOROPT_DENORMALS), naming the variable
+// (InputError): the CLI calls it before any work starts.
 // make_backend builds the backend (REQUIRES: check_device passed). Thread-safe.
 #pragma once
 

@@ -31,6 +31,17 @@ std::string probe_device() {
 
 }  // namespace
 
+int visible_gpus(std::string* why) {
+  int devices = 0;
+  const cudaError_t err = cudaGetDeviceCount(&devices);
+  if (err != cudaSuccess) {
+    *why = cudaGetErrorString(err);
+    return 0;
+  }
+  if (devices == 0) *why = "the CUDA runtime sees no device";
+  return devices;
+}
+
 std::string cuda_info() {
   std::string s;
   int runtime = 0;
@@ -47,12 +58,9 @@ std::string cuda_info() {
   int nccl = 0;
   ncclGetVersion(&nccl);
   s += "NCCL: " + dotted(nccl / 10000, (nccl % 10000) / 100, nccl % 100) + "\n";
-  int devices = 0;
-  cudaError_t err = cudaGetDeviceCount(&devices);
-  if (err != cudaSuccess) {
-    s += std::string("GPUs visible: 0 (") + cudaGetErrorString(err) + ")\n";
-    return s;
-  }
+  std::string why;
+  const int devices = visible_gpus(&why);
+  if (devices == 0) return s + "GPUs visible: 0 (" + why + ")\n";
   s += "GPUs visible: " + std::to_string(devices) + "\n";
   for (int d = 0; d < devices; ++d) {
     cudaDeviceProp p{};

@@ -1,0 +1,22 @@
+// The tensoropt binary run as a user runs it, for the CLI tests that need no fixtures of
+// test_cli.cc: its exit code, stdout and stderr. Not thread-safe (one temporary directory per
+// test process).
+#pragma once
+
+#include <string>
+
+namespace tensoropt::test {
+
+struct CliResult {
+  int code = -1;  // the exit status, or 128 + the signal that ended it
+  std::string out, err;
+};
+
+// Runs `binary args` through the shell with stdin from /dev/null; `env` ("NAME=value ...") is put
+// before the command. `binary` defaults to the one this build made (TENSOROPT_BINARY).
+CliResult run_cli(const std::string& args, const std::string& env = "", const std::string& binary = TENSOROPT_BINARY);
+
+// How many lines `s` holds (its '\n's).
+long lines(const std::string& s);
+
+}  // namespace tensoropt::test
