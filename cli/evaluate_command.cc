@@ -50,8 +50,12 @@ PlanSettings evaluate_settings(const EvaluateArgs& args, const StoredStrategy& s
     s.training.precision = parse_precision(args.dtype.value_or("fp32"));
     s.training.optimizer = parse_optimizer(args.optimizer.value_or("adam"));
     s.recompute_all = true;  // a hand-written strategy may recompute any op that can
-    if (!args.batch) throw InputError("--batch is needed with a strategy file (a plan file records its own)");
-    s.batch = *args.batch;
+    if (args.batch && stored.batch && *args.batch != *stored.batch)
+      throw InputError("--batch " + std::to_string(*args.batch) + " differs from the strategy's batch " + std::to_string(*stored.batch) +
+                       " (" + args.strategy + "): leave it out, or change the file");
+    if (!args.batch && !stored.batch)
+      throw InputError("--batch is needed with a strategy file that gives no \"batch\" (a plan file records its own)");
+    s.batch = args.batch ? *args.batch : *stored.batch;
     s.frozen = args.frozen.value_or(std::vector<std::string>{});
   }
   return s;

@@ -13,6 +13,8 @@
 #include "planner/ft/thread_pool.h"
 #include "planner/sharding.h"
 #include "planner/sharding_json.h"
+#include "planner/space_description.h"
+#include "planner/strategy_rules.h"
 #include "planner/strategy_summary.h"
 
 namespace tensoropt::planner {
@@ -166,6 +168,26 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
   return s;
 }
 
+// A strategy file's mesh ("mesh": [..], or "gpus": N for [N]) and optional "batch".
+void read_strategy_head(const ordered_json& j, const std::string& path, StoredStrategy& s) {
+  if (j.contains("mesh")) s.mesh = int_list(j.at("mesh"), path + ": mesh");
+  if (j.contains("gpus")) {
+    if (!j.at("gpus").is_number_integer() || j.at("gpus").get<int>() < 1) bad(path + ": gpus", "must be a whole number >= 1");
+    const int gpus = j.at("gpus").get<int>();
+    if (s.mesh.empty()) s.mesh = {gpus};
+    int64_t product = 1;
+    for (int x : s.mesh) product *= x;
+    if (product != gpus) bad(path, "'gpus' " + std::to_string(gpus) + " is not the size of 'mesh' (" + std::to_string(product) + ")");
+  }
+  if (s.mesh.empty()) bad(path, "missing field 'mesh' (or 'gpus')");
+  for (int x : s.mesh)
+    if (x < 1) bad(path + ": mesh", "axis sizes must be at least 1");
+  if (j.contains("batch")) {
+    if (!j.at("batch").is_number_integer() || j.at("batch").get<int64_t>() < 1) bad(path + ": batch", "must be a whole number >= 1");
+    s.batch = j.at("batch").get<int64_t>();
+  }
+}
+
 }  // namespace
 
 std::string file_hash(const std::string& path) {
@@ -191,7 +213,9 @@ std::string file_hash(const std::string& path) {
 
 namespace {
 
-ordered_json spaces_value(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
+// With `described` (--dump-space) each variable also says what it is and what each configuration
+// means (planner/space_description.h); a plan file's spaces carry names and sharding data only.
+ordered_json spaces_value(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus, bool described) {
   ordered_json j;
   j["gpus"] = gpus;
   j["spaces"] = ordered_json::array();
@@ -201,7 +225,9 @@ ordered_json spaces_value(const std::vector<std::unique_ptr<StrategySpace>>& spa
     for (const Variable& v : sp->variables()) {
       ordered_json names = ordered_json::array();
       for (const VarConfig& c : v.configs) names.push_back(c.name);
-      vars.push_back({{"name", v.name}, {"configs", names}});
+      ordered_json var = {{"name", v.name}, {"configs", names}};
+      if (described) describe_variable(*sp, v, var);
+      vars.push_back(std::move(var));
     }
     s["variables"] = vars;
     j["spaces"].push_back(s);
@@ -225,7 +251,7 @@ void write_members(std::string& out, const ordered_json& object, int depth, bool
 
 std::string space_json(const std::vector<std::unique_ptr<StrategySpace>>& spaces, int gpus) {
   std::string out;
-  write_pretty(out, spaces_value(spaces, gpus), 0);
+  write_pretty(out, spaces_value(spaces, gpus, /*described=*/true), 0);
   return out;
 }
 
@@ -300,7 +326,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
       for (auto it = bj.begin(); it != bj.end(); ++it) entry[it.key()] = it.value();
       tail["baselines"].push_back(entry);
     }
-    tail["spaces"] = spaces_value(f.spaces, f.gpus).at("spaces");
+    tail["spaces"] = spaces_value(f.spaces, f.gpus, /*described=*/false).at("spaces");
     for (size_t m = 0; m < f.spaces.size(); ++m) add_sharding_json(tail["spaces"][m], sharding_table(*f.spaces[m]));
     write_members(out, tail, 3, false);
     out += "  }";
@@ -330,7 +356,12 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
       bad(path, "version " + j.at("version").dump() + " is not supported (this tensoropt reads version " + std::to_string(kPlanFormatVersion) + ")");
     if (format == "tensoropt-strategy") {
       s.where = path;
-      s.mesh = int_list(field(j, "mesh", path), path + ": mesh");
+      read_strategy_head(j, path, s);
+      if (j.contains("rules") || j.contains("default")) {
+        if (j.contains("configs")) bad(path, "give either 'configs' (a name per variable) or 'rules', not both");
+        s.rules = parse_strategy_rules(j, path);
+        return s;
+      }
       const auto& configs = field(j, "configs", path);
       if (!configs.is_object()) bad(path, "'configs' must map variable names to configuration names");
       for (auto it = configs.begin(); it != configs.end(); ++it) {
@@ -380,6 +411,7 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
 }
 
 std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& space) {
+  if (s.rules) return resolve_rules(*s.rules, space);
   std::vector<int> a(space.variables().size(), -1);
   for (const auto& [name, config] : s.configs) {
     int v = space.find_variable(name);

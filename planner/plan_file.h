@@ -8,6 +8,10 @@
 // point and why, the baselines, and the planner's own time and memory.
 // A strategy file names one configuration per variable:
 //   {"format": "tensoropt-strategy", "version": 1, "mesh": [2, 4], "configs": {"op:/h.0/MatMul": "b:S0 n:S1", ...}}
+// or gives rules over node and parameter names instead of "configs" (planner/strategy_rules.h):
+//   {"format": "tensoropt-strategy", "version": 1, "gpus": 8, "batch": 64,
+//    "rules": [{"match": "/h.*/attn/*", "op": "MatMul", "split": {"axis": 1}}], "default": "batch"}
+// ("gpus": N is the mesh [N]; "batch" is optional, the global batch the strategy is meant for).
 // Errors: InputError naming the file and the field for anything unreadable or inconsistent.
 // Thread-safety: safe to call from several threads on different streams; write_plan_json formats
 // points on every hardware thread of its own and leaves the stream's error state to the caller.
@@ -24,6 +28,7 @@
 #include "planner/parallel/cluster.h"
 #include "planner/parallel/sharding_plan.h"
 #include "planner/plan.h"
+#include "planner/strategy_rules.h"
 #include "planner/training.h"
 
 namespace tensoropt::planner {
@@ -72,6 +77,8 @@ struct StoredStrategy {
   std::optional<PlanSettings> settings;  // set for plan files
   std::vector<int> mesh;
   std::map<std::string, std::string> configs;  // variable name -> configuration name
+  std::optional<StrategyRules> rules;          // a strategy file's rules (then configs is empty)
+  std::optional<int64_t> batch;                // a strategy file's "batch", when it gives one
   std::optional<Cost> recorded;                // the plan's cost of the point
   // Plan files: the space's sharding data and the point's configuration index per variable, from
   // which resolve_sharding (planner/parallel/sharding_plan.h) gives what each worker runs with no
@@ -87,8 +94,9 @@ StoredStrategy read_strategy(const std::string& path, std::optional<int> gpus, s
 // InputError unless `model_path` is the file the plan was made for (its hash).
 void check_plan_model(const PlanSettings& settings, const std::string& model_path);
 
-// The assignment a stored strategy names in `space`; InputError naming the first unknown or
-// missing variable or configuration.
+// The assignment a stored strategy names in `space` (by configuration names, or by its rules:
+// resolve_rules); InputError naming the first unknown or missing variable or configuration, or
+// the rule at fault.
 std::vector<int> resolve_strategy(const StoredStrategy& s, const StrategySpace& space);
 
 }  // namespace tensoropt::planner

@@ -206,7 +206,10 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  if (s.plan) checked_point(s, gpus);  // a bad plan or point: one line, before any worker starts
+  if (s.plan) {  // a bad plan, point or strategy: one line, before any worker starts
+    const planner::StoredStrategy stored = checked_point(s, gpus);
+    if (!stored.settings) check_strategy_resolves(s, stored, kernel_threads(s, gpus));
+  }
   std::vector<std::string> worker_argv = argv;
   if (!s.plan) {
     if (const int code = plan_for_workers(s, gpus, dir, out, err); code != 0) return code;

@@ -67,6 +67,15 @@ std::optional<planner::StoredStrategy> stored_point(const TrainSettings& s) {
     return std::nullopt;
   }
   planner::StoredStrategy stored = planner::read_strategy(*s.plan, 1, s.point);
+  if (!stored.settings) {  // a strategy file: for one device, at its batch if it gives one
+    int64_t devices = 1;
+    for (int x : stored.mesh) devices *= x;
+    if (devices != 1) throw InputError(*s.plan + ": the strategy is for " + std::to_string(devices) + " GPUs; run it with --gpus " + std::to_string(devices));
+    if (s.batch && stored.batch && *s.batch != *stored.batch) {
+      throw InputError("--batch " + std::to_string(*s.batch) + " differs from the strategy's batch " + std::to_string(*stored.batch) + " (" +
+                       *s.plan + "): leave it out, or change the file");
+    }
+  }
   if (stored.settings) {
     const planner::PlanSettings& ps = *stored.settings;
     planner::check_plan_model(ps, s.model);
@@ -104,7 +113,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   const int threads = kernel_threads(s);
   const std::optional<planner::StoredStrategy> stored = stored_point(s);
   ImportOptions io;
-  io.batch = s.batch.value_or(stored && stored->settings ? stored->settings->batch : 8);
+  io.batch = s.batch.value_or(stored && stored->settings ? stored->settings->batch : stored && stored->batch ? *stored->batch : 8);
   io.frozen = stored && stored->settings ? stored->settings->frozen : s.frozen;
   Graph g = import_onnx_file(s.model, io);
   const planner::Precision precision = s.dtype ? planner::parse_precision(*s.dtype)

@@ -26,11 +26,25 @@
 
 namespace tensoropt {
 
-// The plan point to run with `gpus` workers, checked against the model and the flags.
+// The plan point to run with `gpus` workers, checked against the model and the flags; or a
+// strategy file (configuration names or rules), checked against the GPU count and the batch.
 planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
   if (!s.plan) throw InputError("workers started by a launcher need --plan FILE (tensoropt plan MODEL --gpus N --json FILE)");
   planner::StoredStrategy stored = planner::read_strategy(*s.plan, gpus, s.point);
-  if (!stored.settings) throw InputError(*s.plan + ": a plan file is needed (a strategy file records no model or batch)");
+  if (!stored.settings) {
+    if (s.point) throw InputError("--point is for plan files; " + *s.plan + " is a strategy file (one strategy)");
+    int64_t devices = 1;
+    for (int x : stored.mesh) devices *= x;
+    if (devices != gpus) {
+      throw InputError(*s.plan + ": the strategy is for " + std::to_string(devices) + " GPUs (mesh of " + std::to_string(stored.mesh.size()) +
+                       " axes), not --gpus " + std::to_string(gpus));
+    }
+    if (s.batch && stored.batch && *s.batch != *stored.batch) {
+      throw InputError("--batch " + std::to_string(*s.batch) + " differs from the strategy's batch " + std::to_string(*stored.batch) + " (" +
+                       *s.plan + "): leave it out, or change the file");
+    }
+    return stored;
+  }
   const planner::PlanSettings& ps = *stored.settings;
   planner::check_plan_model(ps, s.model);
   if (s.batch && *s.batch != ps.batch) {
@@ -43,6 +57,50 @@ planner::StoredStrategy checked_point(const TrainSettings& s, int gpus) {
   return stored;
 }
 
+planner::PlanSettings point_settings(const TrainSettings& s, const planner::StoredStrategy& stored) {
+  if (stored.settings) return *stored.settings;
+  // As `evaluate` costs a strategy file: the widest space, so that every configuration name
+  // `plan --recompute all --dump-space` lists resolves.
+  planner::PlanSettings ps;
+  ps.model_path = s.model;
+  ps.batch = s.batch.value_or(stored.batch.value_or(8));
+  ps.frozen = s.frozen;
+  ps.training.precision = s.dtype ? planner::parse_precision(*s.dtype) : planner::Precision::Fp32;
+  ps.recompute = true;
+  ps.recompute_all = true;
+  ps.zero = true;
+  ps.param_persistence = 0;
+  return ps;
+}
+
+namespace {
+
+Graph import_for(const TrainSettings& s, const planner::PlanSettings& ps) {
+  ImportOptions io;
+  io.batch = ps.batch;
+  io.frozen = ps.frozen;
+  return import_onnx_file(s.model, io);
+}
+
+PointPrediction predict_for(const TrainSettings& s, const Graph& g, const planner::PlanSettings& ps, const planner::StoredStrategy& stored,
+                            int threads) {
+  planner::SpaceOptions so;
+  so.training = ps.training;
+  so.training.optimizer = planned_optimizer(s.optimizer);
+  so.recompute = ps.recompute;
+  so.recompute_all = ps.recompute_all;
+  so.zero = ps.zero;
+  so.param_persistence = ps.param_persistence;
+  so.kernel_threads = threads;
+  return predict_point(g, worker_cluster(s.cluster, threads), stored.mesh, so, &stored);
+}
+
+}  // namespace
+
+void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrategy& stored, int threads) {
+  const planner::PlanSettings ps = point_settings(s, stored);
+  (void)predict_for(s, import_for(s, ps), ps, stored, threads);
+}
 
 namespace {
 
@@ -153,20 +211,9 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   }
   const int threads = kernel_threads(s);
   const planner::StoredStrategy stored = checked_point(s, gpus);
-  const planner::PlanSettings& ps = *stored.settings;
-  ImportOptions io;
-  io.batch = ps.batch;
-  io.frozen = ps.frozen;
-  Graph g = import_onnx_file(s.model, io);
-  planner::SpaceOptions so;
-  so.training = ps.training;
-  so.training.optimizer = planned_optimizer(s.optimizer);
-  so.recompute = ps.recompute;
-  so.recompute_all = ps.recompute_all;
-  so.zero = ps.zero;
-  so.param_persistence = ps.param_persistence;
-  so.kernel_threads = threads;
-  const PointPrediction predicted = predict_point(g, worker_cluster(s.cluster, threads), stored.mesh, so, &stored);
+  const planner::PlanSettings ps = point_settings(s, stored);
+  Graph g = import_for(s, ps);
+  const PointPrediction predicted = predict_for(s, g, ps, stored, threads);
 
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
   runtime::Backend& backend = *device;

@@ -29,8 +29,19 @@
 namespace tensoropt {
 
 // The plan point to run with `gpus` workers (--plan, --point), checked against the model and the
-// flags (--batch, --dtype): InputError otherwise. The launcher checks it before any worker starts.
+// flags (--batch, --dtype): InputError otherwise. A strategy file (docs/plan-format.md, names or
+// rules) is checked against --gpus (its mesh's size) and --batch (its "batch", when it gives one).
+// The launcher checks it before any worker starts.
 planner::StoredStrategy checked_point(const TrainSettings& s, int gpus);
+
+// The settings the point runs with: a plan file's own; for a strategy file the flags' (--batch,
+// else the file's "batch", else 8; --frozen; --dtype) in the space `evaluate` costs strategy files
+// in (recompute on every op that can, ZeRO-2 offered, every parameter splittable).
+planner::PlanSettings point_settings(const TrainSettings& s, const planner::StoredStrategy& stored);
+
+// Imports the model and resolves `stored` in its strategy space as the workers will: InputError
+// (a rule that fits no op, a name not in the space) before any worker starts.
+void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrategy& stored, int threads);
 
 // One worker's training; `gpus` is the --gpus value (it must be the world size).
 int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::ostream& out, std::ostream& err);
