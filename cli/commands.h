@@ -60,6 +60,8 @@ struct EvaluateArgs {
   std::optional<std::string> dtype;
   std::optional<std::vector<std::string>> frozen;  // a plan file records its own
   bool json = false;
+  bool by_layer = false;  // a row per layer of what the strategy does and costs (planner/explain.h)
+  bool by_node = false;   // a row per node
 };
 int run_evaluate(const EvaluateArgs& args, std::ostream& out);
 

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/explain_output.h"
 #include "cli/format.h"
 #include "graph/error.h"
 #include "graph/import.h"
@@ -135,6 +136,12 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
   Cost cost = space.cost(assignment);
   Breakdown b = space.breakdown(assignment);
   bool matches = stored.recorded && stored.recorded->time == cost.time && stored.recorded->memory == cost.memory;
+  if (args.by_layer || args.by_node) {
+    const Explanation x = explain(space, assignment, args.by_node);
+    if (args.json) print_explanation_json(space, assignment, x, args.by_node, out);
+    else print_explanation_text(space, assignment, x, args.by_node, out);
+    return 0;
+  }
   const Evaluation e{stored, space, std::move(assignment), cost, b, s.batch, matches};
   if (args.json) print_json(e, out);
   else print_text(e, out);

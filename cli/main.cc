@@ -162,6 +162,8 @@ void add_evaluate(CLI::App& app, Evaluate& o) {
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
+  CLI::Option* layer = ev->add_flag("--by-layer", eval.by_layer, "A row per layer: what the strategy does there and what it costs");
+  ev->add_flag("--by-node", eval.by_node, "A row per node, as --by-layer")->excludes(layer);
 }
 
 struct Run {
