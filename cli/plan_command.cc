@@ -292,7 +292,9 @@ PlotSpec plot_spec(const PlanArgs& args, const PlanSettings& settings, const std
     for (const PlanPoint& p : plans[i].frontier.points) c.points.push_back({p.cost.time, p.cost.memory});
     spec.curves.push_back(c);
     for (const Baseline& b : plans[i].baselines)
-      spec.markers.push_back({b.name + " (" + c.label + ")", {b.cost.time, b.cost.memory}, static_cast<int>(i)});
+      // Megatron's name carries its degrees ("Megatron TP8 x DP2"): one kind whatever the count.
+      spec.markers.push_back({b.name + " (" + c.label + ")", b.name.rfind("Megatron", 0) == 0 ? "Megatron TP" : b.name,
+                              {b.cost.time, b.cost.memory}, static_cast<int>(i)});
   }
   const GpuPlan& last = plans.back();
   if (last.chosen >= 0) {

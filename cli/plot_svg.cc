@@ -56,25 +56,77 @@ struct Unit {
   const char* name;
 };
 
-// A linear axis in display units (raw / unit.factor) from lo to hi, ticks every `step`.
+// An axis in display units (raw / unit.factor) from lo to hi with its tick values: linear, ticks
+// every `step`; or logarithmic (when the data span more than kLogSpan), ticks at 1, 2 and 5 times
+// powers of ten (only the powers when those would be too many).
 struct Axis {
   Unit unit{1, ""};
   double lo = 0, hi = 1, step = 1;
-  int decimals = 0;
-  double frac(double raw) const { return (raw / unit.factor - lo) / (hi - lo); }
+  int decimals = 0;  // linear: of every tick
+  bool log = false;
+  std::vector<double> ticks;
+  double frac(double raw) const {
+    const double v = raw / unit.factor;
+    if (!log) return (v - lo) / (hi - lo);
+    return (std::log10(std::max(v, lo)) - std::log10(lo)) / (std::log10(hi) - std::log10(lo));
+  }
+  int decimals_of(double tick) const { return log ? std::max(0, static_cast<int>(-std::floor(std::log10(tick) + 1e-9))) : decimals; }
 };
+
+// Data spanning more than this factor get a log axis: 16 to 64 GPUs squeezed into a corner otherwise.
+constexpr double kLogSpan = 10;
 
 double nice_step(double range) {  // 1, 2 or 5 times a power of ten: 5 to 10 ticks over `range`
   double raw = range / 6, mag = std::pow(10.0, std::floor(std::log10(raw))), f = raw / mag;
   return (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10) * mag;
 }
 
+// The 1-2-5 value at or below (down) or at or above (!down) v > 0.
+double nice_bound(double v, bool down) {
+  const double mag = std::pow(10.0, std::floor(std::log10(v)));
+  const double steps[] = {1, 2, 5, 10};
+  if (down) {
+    double best = mag;
+    for (double k : steps)
+      if (k * mag <= v * (1 + 1e-12)) best = k * mag;
+    return best;
+  }
+  for (double k : steps)
+    if (k * mag >= v * (1 - 1e-12)) return k * mag;
+  return 10 * mag;
+}
+
+// Units: the largest whose factor raw_max reaches. REQUIRES: units ascending by factor.
+Unit unit_for(double raw_max, const std::vector<Unit>& units) {
+  Unit u = units.front();
+  for (const Unit& x : units)
+    if (raw_max >= x.factor) u = x;
+  return u;
+}
+
+// REQUIRES: 0 < raw_min <= raw_max, both finite, raw_max > kLogSpan * raw_min.
+Axis make_log_axis(double raw_min, double raw_max, const std::vector<Unit>& units) {
+  Axis a;
+  a.log = true;
+  a.unit = unit_for(raw_max, units);
+  a.lo = nice_bound(raw_min / a.unit.factor, true);
+  a.hi = nice_bound(raw_max / a.unit.factor, false);
+  const double first = std::floor(std::log10(a.lo)), last = std::ceil(std::log10(a.hi));
+  for (int pass = 0; pass < 2 && (a.ticks.empty() || a.ticks.size() > 12); ++pass) {
+    a.ticks.clear();
+    for (double e = first; e <= last; ++e)
+      for (double k : pass == 0 ? std::vector<double>{1, 2, 5} : std::vector<double>{1}) {
+        const double t = k * std::pow(10.0, e);
+        if (t >= a.lo * (1 - 1e-12) && t <= a.hi * (1 + 1e-12)) a.ticks.push_back(t);
+      }
+  }
+  return a;
+}
+
 // REQUIRES: 0 <= raw_min <= raw_max, both finite; units ascending by factor.
 Axis make_axis(double raw_min, double raw_max, bool from_zero, const std::vector<Unit>& units) {
   Axis a;
-  a.unit = units.front();
-  for (const Unit& u : units)
-    if (raw_max >= u.factor) a.unit = u;
+  a.unit = unit_for(raw_max, units);
   double lo = raw_min / a.unit.factor, hi = raw_max / a.unit.factor, span = hi - lo;
   if (span > 1e-9 * hi) {  // a narrower span would put ticks closer than doubles can tell apart
     lo -= 0.05 * span;
@@ -89,6 +141,7 @@ Axis make_axis(double raw_min, double raw_max, bool from_zero, const std::vector
   a.lo = std::floor(lo / a.step) * a.step;
   a.hi = std::max(std::ceil(hi / a.step) * a.step, a.lo + a.step);
   a.decimals = a.step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(a.step) - 1e-9));
+  for (long i = 0, n = std::lround((a.hi - a.lo) / a.step); i <= n; ++i) a.ticks.push_back(a.lo + static_cast<double>(i) * a.step);
   return a;
 }
 
@@ -155,6 +208,23 @@ struct LegendRow {
   double text_x() const { return symbol == Symbol::None ? 0 : 36; }
 };
 
+// Baselines by kind (PlotMarker::kind, else each its own label): one shape and one legend row per
+// kind, the colour saying the GPU count, so the legend stays short however many counts are plotted.
+struct MarkerKinds {
+  std::vector<std::string> names;  // in order of first appearance
+  std::vector<size_t> of;          // per marker: index into names
+};
+MarkerKinds marker_kinds(const PlotSpec& spec) {
+  MarkerKinds k;
+  for (const PlotMarker& m : spec.markers) {
+    const std::string& name = m.kind.empty() ? m.label : m.kind;
+    auto it = std::find(k.names.begin(), k.names.end(), name);
+    k.of.push_back(static_cast<size_t>(it - k.names.begin()));
+    if (it == k.names.end()) k.names.push_back(name);
+  }
+  return k;
+}
+
 const std::string kBudgetStroke = "stroke=\"#444444\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"";
 const std::string kChosenStroke = "fill=\"none\" stroke=\"#000000\" stroke-width=\"2.5\"";
 
@@ -197,12 +267,14 @@ constexpr double kXEnd = kLeft + kWidth, kYEnd = kTop + kHeight;  // the plot ar
 Frame frame_for(const PlotSpec& spec) {
   Frame f;
   // Data range over everything drawn; an empty plot gets 0-100 ms by 0-1 GiB.
-  double tmin = INFINITY, tmax = -INFINITY, mmax = 0;
+  double tmin = INFINITY, tmax = -INFINITY, mmax = 0, tpos = INFINITY, mpos = INFINITY;
   auto see = [&](const PlotPoint& p) {
     if (!usable(p)) return;
     tmin = std::min(tmin, p.time_s);
     tmax = std::max(tmax, p.time_s);
     mmax = std::max(mmax, p.memory_bytes);
+    if (p.time_s > 0) tpos = std::min(tpos, p.time_s);
+    if (p.memory_bytes > 0) mpos = std::min(mpos, p.memory_bytes);
   };
   for (const PlotCurve& c : spec.curves) std::for_each(c.points.begin(), c.points.end(), see);
   for (const PlotMarker& m : spec.markers) see(m.point);
@@ -215,8 +287,13 @@ Frame frame_for(const PlotSpec& spec) {
   // named in the legend only.
   f.budget_drawn = f.has_budget && (f.empty || f.budget <= 2 * mmax);
   if (f.budget_drawn) mmax = std::max(mmax, f.budget);
-  f.ax = make_axis(tmin, tmax, false, {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}});
-  f.ay = make_axis(0, mmax, true, {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}});
+  const std::vector<Unit> seconds = {{1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}};
+  const std::vector<Unit> bytes = {{1, "B"}, {1024.0, "KiB"}, {1024.0 * 1024, "MiB"}, {1024.0 * 1024 * 1024, "GiB"}};
+  // A zero anywhere keeps an axis linear (a log axis has no 0 to show it at).
+  const bool log_time = !f.empty && tmin > 0 && tmax > kLogSpan * tpos;
+  const bool log_memory = !f.empty && mpos < INFINITY && mmax > kLogSpan * mpos && (!f.budget_drawn || f.budget > 0);
+  f.ax = log_time ? make_log_axis(tpos, tmax, seconds) : make_axis(tmin, tmax, false, seconds);
+  f.ay = log_memory ? make_log_axis(mpos, mmax, bytes) : make_axis(0, mmax, true, bytes);
   return f;
 }
 
@@ -229,8 +306,11 @@ std::vector<LegendRow> legend_rows(const PlotSpec& spec, const Frame& f) {
   using Symbol = LegendRow::Symbol;
   std::vector<LegendRow> legend;
   for (size_t c = 0; c < spec.curves.size(); ++c) legend.push_back({Symbol::Curve, c, spec.curves[c].label});
-  if (!spec.markers.empty()) legend.push_back({Symbol::None, 0, "baselines", 6, "#666666"});
-  for (size_t i = 0; i < spec.markers.size(); ++i) legend.push_back({Symbol::Marker, i, spec.markers[i].label});
+  const MarkerKinds kinds = marker_kinds(spec);
+  // With several GPU counts, the colour of a kind's shapes is its GPU count's: say so.
+  const bool coloured = std::any_of(spec.markers.begin(), spec.markers.end(), [&](const PlotMarker& m) { return m.curve != spec.markers.front().curve; });
+  if (!spec.markers.empty()) legend.push_back({Symbol::None, 0, coloured ? "baselines (colour: GPU count)" : "baselines", 6, "#666666"});
+  for (size_t k = 0; k < kinds.names.size(); ++k) legend.push_back({Symbol::Marker, k, kinds.names[k]});
   if (has_chosen(spec)) legend.push_back({Symbol::Chosen, 0, "chosen for the budget"});
   if (f.budget_drawn) legend.push_back({Symbol::Budget, 0, "memory budget"});
   else if (f.has_budget) legend.push_back({Symbol::None, 0, "memory budget " + bytes_human(f.budget) + ", above the chart"});
@@ -264,15 +344,15 @@ std::string draw_grid(const Frame& f) {
   const Axis& ay = f.ay;
   std::string s;
   const std::string grid = "class=\"grid\" stroke=\"#e4e4e4\"";
-  for (long i = 0, n = std::lround((ax.hi - ax.lo) / ax.step); i <= n; ++i) {
-    double v = ax.lo + static_cast<double>(i) * ax.step, x = kLeft + (v - ax.lo) / (ax.hi - ax.lo) * kWidth;
+  for (double v : ax.ticks) {
+    const double x = kLeft + ax.frac(v * ax.unit.factor) * kWidth;
     s += line(x, kTop, x, kYEnd + 5, grid);
-    s += text(x, kYEnd + 20, num(v, ax.decimals), 12, "middle", " class=\"tick-x\"");
+    s += text(x, kYEnd + 20, num(v, ax.decimals_of(v)), 12, "middle", " class=\"tick-x\"");
   }
-  for (long i = 0, n = std::lround((ay.hi - ay.lo) / ay.step); i <= n; ++i) {
-    double v = ay.lo + static_cast<double>(i) * ay.step, y = kYEnd - (v - ay.lo) / (ay.hi - ay.lo) * kHeight;
+  for (double v : ay.ticks) {
+    const double y = kYEnd - ay.frac(v * ay.unit.factor) * kHeight;
     s += line(kLeft - 5, y, kXEnd, y, grid);
-    s += text(kLeft - 9, y + 4, num(v, ay.decimals), 12, "end", " class=\"tick-y\"");
+    s += text(kLeft - 9, y + 4, num(v, ay.decimals_of(v)), 12, "end", " class=\"tick-y\"");
   }
   return s;
 }
@@ -281,8 +361,8 @@ std::string draw_grid(const Frame& f) {
 std::string draw_axes(const Frame& f) {
   std::string s = "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(kWidth) + "\" height=\"" + num(kHeight) +
                   "\" fill=\"none\" stroke=\"#444444\"/>\n";
-  s += text(kLeft + kWidth / 2, kYEnd + 44, std::string("time per step (") + f.ax.unit.name + ")", 13, "middle");
-  s += text(22, kTop + kHeight / 2, std::string("memory per GPU (") + f.ay.unit.name + ")", 13, "middle",
+  s += text(kLeft + kWidth / 2, kYEnd + 44, std::string("time per step (") + f.ax.unit.name + (f.ax.log ? ", log scale)" : ")"), 13, "middle");
+  s += text(22, kTop + kHeight / 2, std::string("memory per GPU (") + f.ay.unit.name + (f.ay.log ? ", log scale)" : ")"), 13, "middle",
             " transform=\"rotate(-90 22 " + num(kTop + kHeight / 2) + ")\"");
   if (f.empty) s += text(kLeft + kWidth / 2, kTop + kHeight / 2, "no strategies to plot", 14, "middle", " fill=\"#666666\"");
   return s;
@@ -341,11 +421,12 @@ std::string draw_chosen(const PlotSpec& spec, const Frame& f, Taken& taken) {
 
 // The baselines' markers, then their labels where one fits.
 std::string draw_markers(const PlotSpec& spec, const Frame& f, Taken& taken) {
+  const MarkerKinds kinds = marker_kinds(spec);
   std::string s;
   for (size_t i = 0; i < spec.markers.size(); ++i) {
     const PlotMarker& m = spec.markers[i];
     if (!usable(m.point)) continue;
-    s += polygon("marker", i, f.px(m.point.time_s), f.py(m.point.memory_bytes), colour(m.curve, spec.curves.size()));
+    s += polygon("marker", kinds.of[i], f.px(m.point.time_s), f.py(m.point.memory_bytes), colour(m.curve, spec.curves.size()));
     take(taken, f.px(m.point.time_s), f.py(m.point.memory_bytes), 8);
   }
   for (const PlotMarker& m : spec.markers) {
@@ -370,6 +451,7 @@ std::string draw_markers(const PlotSpec& spec, const Frame& f, Taken& taken) {
 
 std::string draw_legend(const PlotSpec& spec, const std::vector<LegendRow>& legend) {
   using Symbol = LegendRow::Symbol;
+  const MarkerKinds kinds = marker_kinds(spec);
   const double lx = kLegendX;
   std::string s = "<g class=\"legend\">\n";
   double y = kTop + 10;
@@ -383,9 +465,17 @@ std::string draw_legend(const PlotSpec& spec, const std::vector<LegendRow>& lege
         s += circle(lx + 13, y, 3.5, "fill=\"" + col + "\"");
         break;
       }
-      case Symbol::Marker:
-        s += polygon("legend-marker", r.index, lx + 13, y, colour(spec.markers[r.index].curve, spec.curves.size()));
+      case Symbol::Marker: {
+        // A kind's colour where all its shapes share one, else white (the colours are the counts').
+        const char* fill = nullptr;
+        for (size_t i = 0; i < spec.markers.size(); ++i) {
+          if (kinds.of[i] != r.index) continue;
+          const char* c = colour(spec.markers[i].curve, spec.curves.size());
+          fill = !fill || std::string(fill) == c ? c : "#ffffff";
+        }
+        s += polygon("legend-marker", r.index, lx + 13, y, fill ? fill : "#ffffff");
         break;
+      }
       case Symbol::Chosen: s += circle(lx + 13, y, 8, kChosenStroke); break;
       case Symbol::Budget: s += line(lx, y, lx + 26, y, kBudgetStroke); break;
     }

@@ -3,16 +3,20 @@
 //
 // Pure functions over a PlotSpec value; no state, thread-safe. The caller passes raw units
 // (seconds, bytes); the axes pick ms/s and MiB/GiB from the data range, with 1-2-5 ticks. Memory
-// starts at 0; time starts at 0 unless the data sit far from it. Points that are NaN, infinite or
-// negative are skipped (never printed), as is such a budget. Labels are XML-escaped; a curve or
-// marker is always listed in the legend, and a marker is also labelled on the plot (right, left,
+// starts at 0; time starts at 0 unless the data sit far from it. An axis whose positive data span
+// more than 10x (1 to 64 GPUs) is logarithmic instead, ticks at 1, 2 and 5 times powers of ten,
+// its title saying "log scale"; a zero keeps it linear. Points that are NaN, infinite or
+// negative are skipped (never printed), as is such a budget. Labels are XML-escaped; a curve or a
+// marker's kind is always listed in the legend, and a marker is also labelled on the plot (right, left,
 // above or below it) when that label overlaps nothing drawn. Colours repeat after 7 curves. The
 // canvas is as wide as its texts need, measured by text_width: no title or legend text runs past
 // its right edge. Same spec -> identical bytes.
 //
+// Baselines are drawn by kind: one shape per kind, coloured by their curve (GPU count), and one
+// legend row per kind, so 3 baselines at 7 GPU counts make 3 rows, not 21.
 // Element classes the tests (and anyone restyling the file) can rely on: "frontier" (one path per
 // curve with at least one point), "point" (one dot per frontier point), "marker" (one per baseline
-// with a usable point), "legend-marker" (one per baseline), "chosen", "budget", "tick-x",
+// with a usable point), "legend-marker" (one per baseline kind), "chosen", "budget", "tick-x",
 // "tick-y", "grid", "legend".
 #pragma once
 
@@ -35,6 +39,7 @@ struct PlotCurve {
 
 struct PlotMarker {
   std::string label;  // "pure DP (8 GPUs)"
+  std::string kind;   // "pure DP": markers of one kind share a shape and one legend row ("": the label)
   PlotPoint point;
   int curve = -1;     // index into PlotSpec::curves whose colour it takes; -1 (or out of range): grey
 };

@@ -109,7 +109,7 @@ PlotSpec example() {
   s.title = "gpt2_small.onnx, batch 8, h100-sxm";
   s.curves = {{"4 GPUs", {{0.210, 30 * kGiB}, {0.260, 18 * kGiB}, {0.340, 12 * kGiB}}},
               {"8 GPUs", {{0.120, 22 * kGiB}, {0.150, 11 * kGiB}, {0.200, 7 * kGiB}, {0.290, 5 * kGiB}}}};
-  s.markers = {{"pure DP (4 GPUs)", {0.230, 34 * kGiB}, 0}, {"pure DP (8 GPUs)", {0.130, 33 * kGiB}, 1}};
+  s.markers = {{"pure DP (4 GPUs)", "", {0.230, 34 * kGiB}, 0}, {"pure DP (8 GPUs)", "", {0.130, 33 * kGiB}, 1}};
   s.chosen = PlotPoint{0.150, 11 * kGiB};
   s.memory_budget_bytes = 16 * kGiB;
   return s;
@@ -153,7 +153,7 @@ TEST_CASE("plot svg: one staircase per non-empty curve, right then down, in time
 TEST_CASE("plot svg: the legend lists every curve, every baseline, the chosen point and the budget") {
   PlotSpec s = example();
   s.curves.push_back({"16 GPUs", {}});  // no feasible strategy: still named
-  s.markers.push_back({"pipeline only", {std::nan(""), 1}, -1});
+  s.markers.push_back({"pipeline only", "", {std::nan(""), 1}, -1});
   std::string svg = render_svg(s);
   std::string legend = svg.substr(svg.find("<g class=\"legend\">"));
   for (const char* label : {"4 GPUs", "8 GPUs", "16 GPUs", "pure DP (4 GPUs)", "pure DP (8 GPUs)", "pipeline only",
@@ -161,6 +161,54 @@ TEST_CASE("plot svg: the legend lists every curve, every baseline, the chosen po
     CHECK_MESSAGE(has(legend, std::string(">") + label + "</text>"), label);
   CHECK(count(svg, "class=\"marker\"") == 2);  // the NaN baseline has no shape on the plot
   CHECK(count(svg, "class=\"legend-marker\"") == 3);
+}
+
+TEST_CASE("plot svg: 1 to 64 GPUs on log axes, baselines one legend row per kind") {
+  // As plan --gpus 1-64 --baselines gives it: times from 2 s to 40 ms, memory from 60 GiB to
+  // 1 GiB, three baselines at each of seven counts.
+  PlotSpec s;
+  const char* kinds[] = {"data parallel", "ZeRO-2", "Megatron TP"};
+  for (int c = 0; c < 7; ++c) {
+    const int gpus = 1 << c;
+    const double t = 2.0 / gpus, m = 60 * kGiB / gpus;
+    s.curves.push_back({std::to_string(gpus) + " GPUs", {{t, m}, {1.2 * t, 0.8 * m}}});
+    for (int k = 0; k < 3; ++k)
+      s.markers.push_back({std::string(kinds[k]) + " (" + std::to_string(gpus) + " GPUs)", kinds[k], {t * (1.1 + 0.1 * k), m * 1.05}, c});
+  }
+  const std::string svg = render_svg(s);
+  check_document(svg);
+  check_texts_inside(svg);
+  CHECK(has(svg, "time per step (s, log scale)"));
+  CHECK(has(svg, "memory per GPU (GiB, log scale)"));
+  // Ticks at 1-2-5 times powers of ten, spanning the data, evenly spaced in log.
+  for (const char* cls : {"tick-x", "tick-y"}) {
+    CAPTURE(cls);
+    const std::vector<double> t = ticks(svg, cls);
+    REQUIRE(t.size() >= 3);
+    CHECK(t.size() <= 12);
+    for (double v : t) {
+      const double mantissa = v / std::pow(10.0, std::floor(std::log10(v) + 1e-9));
+      CHECK((mantissa == doctest::Approx(1) || mantissa == doctest::Approx(2) || mantissa == doctest::Approx(5)));
+    }
+    CHECK(t.back() / t.front() > 30);
+  }
+  const std::vector<double> x = ticks(svg, "tick-x");
+  CHECK(x.front() <= 0.03125);  // 64 GPUs: 2 s / 64
+  CHECK(x.back() >= 2.4);
+  CHECK(count(svg, "class=\"marker\"") == 21);
+  CHECK(count(svg, "class=\"legend-marker\"") == 3);
+  const std::string legend = svg.substr(svg.find("<g class=\"legend\">"));
+  for (const char* k : kinds) CHECK(has(legend, std::string(">") + k + "</text>"));
+  CHECK(has(legend, "baselines (colour: GPU count)"));
+  CHECK_FALSE(has(legend, "(64 GPUs)</text>"));
+  // The 64-GPU curve is not squeezed: its two points lie far apart on the page.
+  const std::vector<std::string> paths = frontier_paths(svg);
+  REQUIRE(paths.size() == 7);
+  double x0, y0, x1;
+  char m, h;
+  std::istringstream in(paths[6]);
+  in >> m >> x0 >> y0 >> h >> x1;
+  CHECK(x1 - x0 > 10);
 }
 
 TEST_CASE("plot svg: labels and title are XML-escaped") {
@@ -187,7 +235,7 @@ TEST_CASE("plot svg: degenerate inputs give a valid document without nan or inf"
   specs[4].curves = {{"bad", {{nan, 1 * kGiB}, {0.2, inf}, {-inf, 2 * kGiB}, {0.3, -1}, {0.1, 3 * kGiB}}}};
   specs[4].chosen = PlotPoint{inf, nan};
   specs[4].memory_budget_bytes = nan;
-  specs[4].markers = {{"huge", {std::numeric_limits<double>::max(), 1}, 0}};
+  specs[4].markers = {{"huge", "", {std::numeric_limits<double>::max(), 1}, 0}};
   specs[5].curves = {{"zero", {{0, 0}}}};
   specs[6].curves = {{"too close to tell apart", {{1.0, 2 * kGiB}, {1.0 + 1e-15, 1 * kGiB}}}};
   for (size_t i = 0; i < specs.size(); ++i) {
