@@ -107,7 +107,9 @@ StrategyRule parse_rule(const ordered_json& r, size_t i, const std::string& path
 std::string bare_name(const StrategySpace& space, const Variable& v) {
   if (v.kind != VarKind::Op) return space.graph().tensors[static_cast<size_t>(v.tensor)].name;
   const Node& n = space.graph().nodes[static_cast<size_t>(v.node)];
-  return n.name.empty() ? "#" + std::to_string(v.node) : n.name;
+  if (!n.name.empty()) return n.name;
+  std::string name = "#";  // appended: "#" + std::string&& trips GCC 12's false -Wrestrict at -O3
+  return name.append(std::to_string(v.node));
 }
 
 bool selects(const StrategyRule& r, const StrategySpace& space, const Variable& v) {
