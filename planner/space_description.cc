@@ -6,7 +6,7 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string axis_head(const DeviceMesh& mesh, int a) {
-  return "mesh axis " + std::to_string(a) + " (" + std::to_string(mesh.axis(a).size) + "): ";
+  return std::string("mesh axis ") + std::to_string(a) + " (" + std::to_string(mesh.axis(a).size) + "): ";
 }
 
 // Where op dim d shows: the first output axis that is d, and each weight's axes that are d.
@@ -18,7 +18,7 @@ std::string dim_places(const StrategySpace& space, const Variable& v, int d) {
     const auto& map = v.space.outputs[o];
     for (size_t ax = 0; ax < map.size(); ++ax)
       if (map[ax] == d) {
-        s = (o ? "output " + std::to_string(o) + " axis " : std::string("output axis ")) + std::to_string(ax);
+        s = (o ? std::string("output ") + std::to_string(o) + " axis " : std::string("output axis ")) + std::to_string(ax);
         break;
       }
   }
@@ -63,7 +63,7 @@ std::string config_meaning(const StrategySpace& space, const Variable& v, size_t
     const int batch = space.graph().tensors[static_cast<size_t>(v.tensor)].batch_axis;
     if (p.is_replicate()) s += "whole";
     else if (p.is_partial()) s += "partial sums";
-    else s += "splits axis " + std::to_string(p.dim()) + (p.dim() == batch ? " (batch)" : "");
+    else s += std::string("splits axis ") + std::to_string(p.dim()) + (p.dim() == batch ? " (batch)" : "");
   }
   if (c.recompute) s += "; recompute in backward";
   if (c.zero == 2) s += "; ZeRO-2: gradient and optimizer state split over the axes that keep it whole";
@@ -76,7 +76,7 @@ void describe_variable(const StrategySpace& space, const Variable& v, ordered_js
   out["kind"] = kinds[static_cast<size_t>(v.kind)];
   if (v.kind == VarKind::Op) {
     const Node& n = g.nodes[static_cast<size_t>(v.node)];
-    out["node"] = n.name.empty() ? "#" + std::to_string(v.node) : n.name;
+    out["node"] = n.name.empty() ? std::string("#") + std::to_string(v.node) : n.name;  // std::string(...): "lit" + std::string&& trips GCC 12 -O3 -Wrestrict
     out["op"] = n.op_type;
     ordered_json outputs = ordered_json::array(), dims = ordered_json::array(), weights = ordered_json::array();
     for (int t : n.outputs) {
