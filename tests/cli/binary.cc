@@ -12,12 +12,6 @@
 namespace tensoropt::test {
 namespace {
 
-std::string slurp(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Where the outputs of a run go: a directory of this process, removed when it exits.
 struct OutputDir {
@@ -44,5 +38,12 @@ CliResult run_cli(const std::string& args, const std::string& env, const std::st
 }
 
 long lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
 
 }  // namespace tensoropt::test

@@ -3,6 +3,7 @@
 // test process).
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 namespace tensoropt::test {
@@ -15,6 +16,9 @@ struct CliResult {
 // Runs `binary args` through the shell with stdin from /dev/null; `env` ("NAME=value ...") is put
 // before the command. `binary` defaults to the one this build made (TENSOROPT_BINARY).
 CliResult run_cli(const std::string& args, const std::string& env = "", const std::string& binary = TENSOROPT_BINARY);
+
+// A file's whole text ("" when it cannot be read).
+std::string slurp(const std::filesystem::path& path);
 
 // How many lines `s` holds (its '\n's).
 long lines(const std::string& s);

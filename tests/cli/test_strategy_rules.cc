@@ -16,33 +16,17 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/children.h"
+#include "tests/cli/binary.h"
 
 namespace tensoropt {
 namespace {
 
 using nlohmann::json;
 
-const std::string kBin = TENSOROPT_BINARY;
 const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
 const std::string kGpt = kFix + "gpt.onnx";
 
-struct Result {
-  int code = 0;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-Result sh(const std::string& command, const std::string& dir) {
-  const std::string out = dir + "/out", err = dir + "/err";
-  const int status = std::system((command + " >" + out + " 2>" + err + " </dev/null").c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
-}
+using test::slurp;
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -60,7 +44,7 @@ json strategy(const json& body) {
 // The data-parallel baseline of a 2-GPU plan of the fixture: its recorded cost and names.
 json dp_baseline(const std::string& dir) {
   const std::string plan = dir + "/plan.json";
-  const Result p = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --mesh-axes 1 --baselines --json " + plan, dir);
+  const test::CliResult p = test::run_cli("plan " + kGpt + " --gpus 2 --batch 4 --mesh-axes 1 --baselines --json " + plan);
   REQUIRE_MESSAGE(p.code == 0, p.err);
   const json doc = json::parse(slurp(plan));  // named: the loop reads into it
   for (const json& b : doc["frontiers"][0]["baselines"])
@@ -69,8 +53,8 @@ json dp_baseline(const std::string& dir) {
   return {};
 }
 
-json evaluate(const std::string& file, const std::string& dir) {
-  const Result r = sh(kBin + " evaluate " + kGpt + " --strategy " + file + " --json", dir);
+json evaluate(const std::string& file) {
+  const test::CliResult r = test::run_cli("evaluate " + kGpt + " --strategy " + file + " --json");
   REQUIRE_MESSAGE(r.code == 0, r.err);
   return json::parse(r.out);
 }
@@ -108,8 +92,8 @@ json heads_coded(const json& dp) {
 TEST_CASE("strategy rules: all-batch rules cost what the data-parallel baseline costs, by name and in the plan") {
   test::TempDir dir;
   const json dp = dp_baseline(dir.path);
-  const json by_name = evaluate(write(dir.path + "/dp.json", strategy({{"mesh", {2}}, {"configs", dp["strategy"]["configs"]}})) + " --batch 4", dir.path);
-  const json by_rules = evaluate(write(dir.path + "/rules.json", strategy({{"gpus", 2}, {"batch", 4}, {"default", "batch"}})), dir.path);
+  const json by_name = evaluate(write(dir.path + "/dp.json", strategy({{"mesh", {2}}, {"configs", dp["strategy"]["configs"]}})) + " --batch 4");
+  const json by_rules = evaluate(write(dir.path + "/rules.json", strategy({{"gpus", 2}, {"batch", 4}, {"default", "batch"}})));
   CHECK(by_rules["time_s"] == by_name["time_s"]);
   CHECK(by_rules["memory_bytes"] == by_name["memory_bytes"]);
   CHECK(by_rules["time_s"] == dp["time_s"]);
@@ -120,8 +104,8 @@ TEST_CASE("strategy rules: all-batch rules cost what the data-parallel baseline 
 TEST_CASE("strategy rules: rules over node and parameter names cost exactly the coded strategy they stand for") {
   test::TempDir dir;
   const json dp = dp_baseline(dir.path);
-  const json by_rules = evaluate(write(dir.path + "/heads.json", strategy(kHeadsRules)), dir.path);
-  const json by_name = evaluate(write(dir.path + "/coded.json", heads_coded(dp)) + " --batch 4", dir.path);
+  const json by_rules = evaluate(write(dir.path + "/heads.json", strategy(kHeadsRules)));
+  const json by_name = evaluate(write(dir.path + "/coded.json", heads_coded(dp)) + " --batch 4");
   CHECK(by_rules["time_s"] == by_name["time_s"]);
   CHECK(by_rules["memory_bytes"] == by_name["memory_bytes"]);
   CHECK(by_rules["breakdown"] == by_name["breakdown"]);
@@ -134,7 +118,7 @@ TEST_CASE("strategy rules: a rule that matches nothing, a split an op cannot tak
   test::TempDir dir;
   const auto refused = [&](const json& body, const std::vector<std::string>& parts, const std::string& extra = "") {
     const std::string file = write(dir.path + "/bad.json", strategy(body));
-    const Result r = sh(kBin + " evaluate " + kGpt + " --strategy " + file + extra, dir.path);
+    const test::CliResult r = test::run_cli("evaluate " + kGpt + " --strategy " + file + extra);
     CAPTURE(r.err);
     CHECK(r.code == 2);
     CHECK(r.out.empty());
@@ -165,7 +149,7 @@ TEST_CASE("strategy rules: a rule that matches nothing, a split an op cannot tak
           {"rules[0]", "unknown key 'spilt'"});
   refused({{"gpus", 2}, {"batch", 4}, {"rules", json::array()}, {"configs", json::object()}}, {"either 'configs'", "or 'rules'"});
   // The coded form still names the missing variable.
-  const Result b = sh(kBin + " evaluate " + kGpt + " --batch 8 --strategy " + write(dir.path + "/b.json", strategy({{"gpus", 2}, {"batch", 4}, {"default", "batch"}})), dir.path);
+  const test::CliResult b = test::run_cli("evaluate " + kGpt + " --batch 8 --strategy " + write(dir.path + "/b.json", strategy({{"gpus", 2}, {"batch", 4}, {"default", "batch"}})));
   CHECK(b.code == 2);
   CHECK(has(b.err, "--batch 8 differs from the strategy's batch 4"));
   refused({{"mesh", {2}}, {"configs", {{"op:/wte/Gather", "replicate"}}}}, {"have no configuration"}, " --batch 4");
@@ -174,7 +158,7 @@ TEST_CASE("strategy rules: a rule that matches nothing, a split an op cannot tak
 TEST_CASE("strategy rules: plan --dump-space gives each variable's node, op, shapes and batch axis, and each configuration's meaning") {
   test::TempDir dir;
   const std::string file = dir.path + "/space.json";
-  const Result r = sh(kBin + " plan " + kGpt + " --gpus 2 --batch 4 --mesh-axes 1 --param-persistence 0 --dump-space " + file, dir.path);
+  const test::CliResult r = test::run_cli("plan " + kGpt + " --gpus 2 --batch 4 --mesh-axes 1 --param-persistence 0 --dump-space " + file);
   REQUIRE_MESSAGE(r.code == 0, r.err);
   const json space = json::parse(slurp(file))[0]["spaces"][0];
   CHECK(space["shape"] == json({2}));
@@ -224,9 +208,8 @@ TEST_CASE("strategy rules: run --gpus 2 --plan trains a rules file as it trains 
   json reports[2];
   for (int i = 0; i < 2; ++i) {
     const std::string report = dir.path + "/r" + std::to_string(i) + ".json";
-    const Result r = sh(kBin + " run " + kGpt + " --gpus 2 --batch 4 --steps 2 --threads 1 --plan " + (i ? coded : rules) + data +
-                            " --report " + report,
-                        dir.path);
+    const test::CliResult r = test::run_cli("run " + kGpt + " --gpus 2 --batch 4 --steps 2 --threads 1 --plan " + (i ? coded : rules) + data +
+                            " --report " + report);
     REQUIRE_MESSAGE(r.code == 0, r.err);
     CHECK(has(r.out, "workers  2"));
     reports[i] = json::parse(slurp(report));
@@ -236,13 +219,13 @@ TEST_CASE("strategy rules: run --gpus 2 --plan trains a rules file as it trains 
   CHECK(reports[0]["predicted"]["time_s"] == reports[1]["predicted"]["time_s"]);
   CHECK(reports[0]["predicted"]["memory_bytes"] == reports[1]["predicted"]["memory_bytes"]);
   // Refused before any worker starts: a rules file for another GPU count, and a rule that fits no op.
-  Result r = sh(kBin + " run " + kGpt + " --gpus 4 --steps 1 --plan " + rules, dir.path);
+  test::CliResult r = test::run_cli("run " + kGpt + " --gpus 4 --steps 1 --plan " + rules);
   CHECK(r.code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(has(r.err, "the strategy is for 2 GPUs"));
   json bad = kHeadsRules;
   bad["rules"][0]["split"] = {{"dim", "heads"}};
-  r = sh(kBin + " run " + kGpt + " --gpus 2 --steps 1 --plan " + write(dir.path + "/bad.json", strategy(bad)), dir.path);
+  r = test::run_cli("run " + kGpt + " --gpus 2 --steps 1 --plan " + write(dir.path + "/bad.json", strategy(bad)));
   CHECK(r.code == 2);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK(has(r.err, "has no dim 'heads'"));
