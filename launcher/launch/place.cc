@@ -21,9 +21,15 @@ std::optional<int> env_int(const char* name) {
 }  // namespace
 
 std::optional<WorkerPlace> worker_place(const std::optional<std::string>& rendezvous) {
-  const std::pair<const char*, const char*> sources[] = {
-      {"RANK", "WORLD_SIZE"}, {"SLURM_PROCID", "SLURM_NTASKS"}, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}};
-  for (const auto& [rank_var, size_var] : sources) {
+  struct Source {
+    const char* rank_var;
+    const char* size_var;
+    const char* local_var;
+  };
+  const Source sources[] = {{"RANK", "WORLD_SIZE", "LOCAL_RANK"},
+                            {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},
+                            {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"}};
+  for (const auto& [rank_var, size_var, local_var] : sources) {
     const std::optional<int> rank = env_int(rank_var), world = env_int(size_var);
     if (!rank && !world) continue;
     if (!rank || !world) throw InputError(std::string(rank_var) + " and " + size_var + " go together");
@@ -34,6 +40,7 @@ std::optional<WorkerPlace> worker_place(const std::optional<std::string>& rendez
     p.rank = *rank;
     p.world = *world;
     p.from = std::string(rank_var) + "/" + size_var;
+    p.local_rank = env_int(local_var).value_or(p.rank);
     const char* env = std::getenv("TENSOROPT_RENDEZVOUS");
     if (rendezvous) p.rendezvous = *rendezvous;
     else if (env && *env) p.rendezvous = env;

@@ -4,6 +4,7 @@
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/cpu/denormals.h"
 #include "launcher/runtime/cpu/linear_block_gemm.h"
+#include "launcher/runtime/cuda/backend.h"
 #ifdef TENSOROPT_HAVE_CUDA
 #include "launcher/runtime/cuda/loader.h"
 #endif
@@ -17,6 +18,19 @@ struct Entry {
   void (*check_environment)();  // InputError for a setting of the environment the backend refuses
 };
 
+#ifdef TENSOROPT_HAVE_CUDA
+// The CUDA module's driver table (cuda/loader.h); InputError naming --device cuda when the module
+// does not load or sees no GPU.
+const TensoroptCudaDriver& cuda_driver() {
+  std::string why;
+  const TensoroptCudaModule* module = cuda::load_module(&why);
+  if (!module) throw InputError("--device cuda: " + why);
+  const int gpus = cuda::gpu_count(*module, &why);
+  if (gpus == 0) throw InputError("--device cuda: no GPU visible (" + why + "); tensoropt devices says what this machine has");
+  return *module->driver();
+}
+#endif
+
 // One entry per backend.
 const Entry kBackends[] = {
     {"cpu", [](const BackendOptions& o) -> std::unique_ptr<Backend> { return std::make_unique<cpu::CpuBackend>(o.threads); },
@@ -24,23 +38,17 @@ const Entry kBackends[] = {
        (void)cpu::block_gemm_isa();  // a bad TENSOROPT_GEMM
        (void)cpu::denormal_mode();   // a bad TENSOROPT_DENORMALS
      }},
+#ifdef TENSOROPT_HAVE_CUDA
+    {"cuda", [](const BackendOptions& o) -> std::unique_ptr<Backend> { return std::make_unique<cuda::CudaBackend>(cuda_driver(), o.gpu); },
+     [] { (void)cuda_driver(); }},
+#endif
 };
 
-// `--device cuda`: the CUDA module (cuda/loader.h) must load and see a GPU. The CUDA backend itself
-// is not written yet, so where it does, the run is refused all the same, saying so.
+#ifndef TENSOROPT_HAVE_CUDA
 [[noreturn]] void refuse_cuda(const std::string& allowed) {
-#ifdef TENSOROPT_HAVE_CUDA
-  std::string why;
-  const TensoroptCudaModule* module = cuda::load_module(&why);
-  if (!module) throw InputError("--device cuda: " + why);
-  const int gpus = cuda::gpu_count(*module, &why);
-  if (gpus == 0) throw InputError("--device cuda: no GPU visible (" + why + "; this build trains on: " + allowed + ")");
-  throw InputError("--device cuda: " + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
-                   " visible, but the CUDA backend is not built yet (this build trains on: " + allowed + ")");
-#else
   throw InputError("--device cuda: this build has no CUDA support (built without a CUDA toolkit, or with TENSOROPT_CUDA=OFF; it trains on: " + allowed + ")");
-#endif
 }
+#endif
 
 const Entry* find(std::string_view device) {
   for (const Entry& e : kBackends)
@@ -63,7 +71,9 @@ void check_device(std::string_view device) {
   }
   std::string allowed;
   for (const std::string& n : backend_names()) allowed += (allowed.empty() ? "" : ", ") + n;
+#ifndef TENSOROPT_HAVE_CUDA
   if (device == "cuda") refuse_cuda(allowed);
+#endif
   throw InputError("--device " + std::string(device) + ": no such backend (this build trains on: " + allowed + ")");
 }
 

@@ -1,9 +1,10 @@
 // The backends a run can train on, by the name `run --device` takes: one entry per backend, so a
-// new device (CUDA next) is one more entry here and nothing else in the launcher changes.
+// new device is one more entry here and nothing else in the launcher changes. "cuda" is listed
+// where the build has CUDA support; its backend runs over the CUDA module's driver (cuda/loader.h).
 //
 // check_device refuses an unknown name, or one this build lacks, with one line naming the flag,
-// the value and what is allowed (for `cuda`, why not: it loads the CUDA module, cuda/loader.h, to
-// say whether the module is missing or a GPU is visible), and a setting of the environment the
+// the value and what is allowed (for `cuda`: it loads the CUDA module to say whether the module is
+// missing or no GPU is visible), and a setting of the environment the
 // backend refuses (the CPU backend's TENSOROPT_GEMM, TENSOROPT_DENORMALS), naming the variable
 // (InputError): the CLI calls it before any work starts.
 // make_backend builds the backend (REQUIRES: check_device passed). Thread-safe.
@@ -20,6 +21,7 @@ namespace tensoropt::runtime {
 
 struct BackendOptions {
   int threads = 1;  // the CPU backend's kernel threads
+  int gpu = 0;      // the CUDA backend's GPU, among the visible ones
 };
 
 // The devices this build can train on, in the order `--help` lists them ("cpu", ...).

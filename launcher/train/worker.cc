@@ -215,7 +215,8 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   Graph g = import_for(s, ps);
   const PointPrediction predicted = predict_for(s, g, ps, stored, threads);
 
-  const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
+  // One GPU per worker: the local rank's, among those visible (CUDA_VISIBLE_DEVICES).
+  const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads, place.local_rank});
   runtime::Backend& backend = *device;
   // The data is opened, and every label and index in it checked, before the group meets: each
   // worker refuses bad data on its own, and none sees a peer vanish mid-rendezvous instead.

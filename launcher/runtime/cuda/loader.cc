@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
@@ -31,7 +32,7 @@ Loaded load() {
   }
   auto entry = reinterpret_cast<TensoroptCudaModuleEntry>(dlsym(handle, TENSOROPT_CUDA_MODULE_ENTRY));
   const TensoroptCudaModule* module = entry ? entry() : nullptr;
-  if (!module || module->abi_version != TENSOROPT_CUDA_ABI_VERSION) {
+  if (!module || module->abi_version != TENSOROPT_CUDA_ABI_VERSION || std::string_view(module->abi_hash) != TENSOROPT_CUDA_ABI_HASH) {
     out.why = "the CUDA module " + path + " is not one of this tensoropt build (entry point " TENSOROPT_CUDA_MODULE_ENTRY
               ", ABI version " + std::to_string(TENSOROPT_CUDA_ABI_VERSION) + ")";
     dlclose(handle);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "launcher/runtime/cuda/device_info.h"
+#include "launcher/runtime/cuda/driver.h"
 #include "launcher/runtime/cuda/module_abi.h"
 
 namespace {
@@ -27,7 +28,9 @@ int gpu_count(char* why, size_t size) {
   return n;
 }
 
-const TensoroptCudaModule kModule = {TENSOROPT_CUDA_ABI_VERSION, describe, gpu_count};
+const TensoroptCudaDriver* driver() { return tensoropt::cuda::driver_table(); }
+
+const TensoroptCudaModule kModule = {TENSOROPT_CUDA_ABI_VERSION, TENSOROPT_CUDA_ABI_HASH, describe, gpu_count, driver};
 
 }  // namespace
 

@@ -6,8 +6,9 @@
 //
 // The contract is C, so that the loader and the module need agree on nothing but this header:
 // the module exports one function, `tensoropt_cuda_module`, which returns a table of functions
-// that lives as long as the process. `abi_version` is TENSOROPT_CUDA_ABI_VERSION of the module's
-// build; the loader refuses any other (a module left over from another tensoropt build).
+// that lives as long as the process. `abi_version` is TENSOROPT_CUDA_ABI_VERSION and `abi_hash`
+// TENSOROPT_CUDA_ABI_HASH of the module's build (a hash of this header and driver_abi.h that the
+// build computes); the loader refuses any other (a module left over from another tensoropt build).
 // Strings cross as caller-owned buffers: a function writes at most `size` bytes including the
 // terminating NUL; `describe` returns the length of its whole text, so a caller can retry with a
 // larger buffer, and `gpu_count`'s reason is cut to fit. Every function is safe to call on a machine without a GPU or driver, and thread-safe.
@@ -15,7 +16,9 @@
 
 #include <stddef.h>
 
-#define TENSOROPT_CUDA_ABI_VERSION 1
+#include "launcher/runtime/cuda/driver_abi.h"
+
+#define TENSOROPT_CUDA_ABI_VERSION 2
 #define TENSOROPT_CUDA_MODULE_FILE "libtensoropt_cuda.so"
 #define TENSOROPT_CUDA_MODULE_ENTRY "tensoropt_cuda_module"
 
@@ -25,11 +28,14 @@ extern "C" {
 
 struct TensoroptCudaModule {
   int abi_version;
+  const char* abi_hash;
   // The versions of the CUDA runtime, cuDNN, cuBLAS and NCCL loaded, the GPUs visible (name,
   // memory, compute capability) and whether a kernel launches, as "key: value" lines.
   size_t (*describe)(char* text, size_t size);
   // How many GPUs are visible; when none, why not (the CUDA runtime's reason) into `why`.
   int (*gpu_count)(char* why, size_t size);
+  // The device operations of the CUDA backend (driver_abi.h).
+  const struct TensoroptCudaDriver* (*driver)(void);
 };
 
 typedef const struct TensoroptCudaModule* (*TensoroptCudaModuleEntry)(void);

@@ -1,0 +1,193 @@
+#include "launcher/runtime/cuda/backend.h"
+
+#include <cmath>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/error.h"
+
+namespace tensoropt::runtime::cuda {
+
+static_assert(TO_DTYPE_F32 == static_cast<int>(DType::F32) && TO_DTYPE_BF16 == static_cast<int>(DType::BF16) &&
+              TO_DTYPE_F64 == static_cast<int>(DType::F64) && TO_DTYPE_I32 == static_cast<int>(DType::I32) &&
+              TO_DTYPE_I64 == static_cast<int>(DType::I64) && TO_DTYPE_U8 == static_cast<int>(DType::U8) &&
+              TO_DTYPE_BOOL == static_cast<int>(DType::Bool));
+
+namespace {
+
+// module_abi.h's string convention, retried until the text fits.
+template <class Fill>
+std::string text_from(Fill fill) {
+  std::vector<char> buffer(1024);
+  for (;;) {
+    const size_t n = fill(buffer.data(), buffer.size());
+    if (n < buffer.size()) return std::string(buffer.data(), n);
+    buffer.resize(n + 1);
+  }
+}
+
+int code(DType t) { return static_cast<int>(t); }
+bool float_or_bf16(const Array& a) { return a.dtype() == DType::F32 || a.dtype() == DType::BF16; }
+
+}  // namespace
+
+std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device) {
+  return text_from([&](char* text, size_t size) { return driver.error(device, text, size); });
+}
+
+void* DeviceAllocator::raw_allocate(int64_t bytes) {
+  void* p = nullptr;
+  const int s = driver_.alloc(device_, bytes, &p);
+  if (s == TO_CUDA_OUT_OF_MEMORY) throw OutOfDeviceMemory(driver_error(driver_, device_));
+  if (s != TO_CUDA_OK) throw InternalError("CUDA allocation of " + std::to_string(bytes) + " bytes: " + driver_error(driver_, device_));
+  return p;
+}
+
+void DeviceAllocator::raw_free(void* p) {
+  // A free that fails leaves the device unusable; the next call that waits reports why.
+  (void)driver_.release(device_, p);
+}
+
+CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : driver_(driver) {
+  char why[512] = "";
+  device_ = driver_.open(ordinal, why, sizeof why);
+  if (!device_) throw InputError("--device cuda: " + std::string(why));
+  allocator_ = std::make_unique<DeviceAllocator>(driver_, device_);
+  register_elementwise(*this, table_);
+  register_linear(*this, table_);
+}
+
+CudaBackend::~CudaBackend() {
+  table_.clear();
+  allocator_.reset();
+  if (device_) driver_.close(device_);
+}
+
+DeviceFacts CudaBackend::facts() const {
+  const std::string text = text_from([&](char* t, size_t size) { return driver_.describe(device_, t, size); });
+  DeviceFacts f;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    f.fields.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+  }
+  for (const auto& [key, value] : f.fields) f.line += (f.line.empty() ? "" : ", ") + key + " " + value;
+  return f;
+}
+
+const OpKernel* CudaBackend::kernel(std::string_view op_type) const {
+  auto it = table_.find(op_type);
+  return it == table_.end() ? nullptr : &it->second;
+}
+
+void CudaBackend::check(int status, std::string_view what) const {
+  if (status == TO_CUDA_OK) return;
+  if (status == TO_CUDA_OUT_OF_MEMORY) throw OutOfDeviceMemory(std::string(what) + ": " + driver_error(driver_, device_));
+  throw InternalError("CUDA " + std::string(what) + ": " + driver_error(driver_, device_));
+}
+
+void CudaBackend::synchronize() { check(driver_.synchronize(device_), "synchronize"); }
+
+void CudaBackend::write(Array& dst, const void* src, int64_t bytes) {
+  TO_CHECK(bytes == dst.bytes());
+  check(driver_.upload(device_, dst.raw(), src, bytes), "upload");
+}
+
+void CudaBackend::read(const Array& src, void* dst, int64_t bytes) {
+  TO_CHECK(bytes == src.bytes());
+  check(driver_.download(device_, dst, src.raw(), bytes), "download");
+}
+
+void CudaBackend::fill(Array& a, double value) { check(driver_.fill(device_, a.raw(), code(a.dtype()), a.numel(), value), "fill"); }
+
+void CudaBackend::accumulate(Array& dst, const Array& src) {
+  TO_CHECK(dst.shape() == src.shape() && float_or_bf16(dst) && float_or_bf16(src));
+  check(driver_.accumulate(device_, dst.raw(), code(dst.dtype()), src.raw(), code(src.dtype()), dst.numel()), "accumulate");
+}
+
+void CudaBackend::convert(const Array& src, Array& dst) {
+  TO_CHECK(dst.shape() == src.shape() && float_or_bf16(dst) && float_or_bf16(src));
+  check(driver_.convert(device_, src.raw(), code(src.dtype()), dst.raw(), code(dst.dtype()), dst.numel()), "convert");
+}
+
+void CudaBackend::scale(Array& a, double factor) {
+  TO_CHECK(a.dtype() == DType::F32);
+  check(driver_.scale(device_, a.data<float>(), a.numel(), static_cast<float>(factor)), "scale");
+}
+
+void CudaBackend::copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) {
+  TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
+  int64_t outer = 1, inner = dtype_size(src.dtype());
+  for (int d = 0; d < src.rank(); ++d) {
+    if (d == dim) continue;
+    TO_CHECK(src.dim(d) == dst.dim(d));
+    if (d < dim) outer *= src.dim(d);
+    else inner *= src.dim(d);
+  }
+  TO_CHECK(len >= 0 && src_at >= 0 && dst_at >= 0 && src_at + len <= src.dim(dim) && dst_at + len <= dst.dim(dim));
+  if (len == 0 || outer == 0 || inner == 0) return;
+  const auto* s = static_cast<const char*>(src.raw()) + src_at * inner;
+  auto* d = static_cast<char*>(dst.raw()) + dst_at * inner;
+  check(driver_.copy_rows(device_, d, dst.dim(dim) * inner, s, src.dim(dim) * inner, len * inner, outer), "copy_slab");
+}
+
+double CudaBackend::cross_entropy(const Array& logits, const Array& labels, Array* dlogits) {
+  TO_CHECK(logits.dtype() == DType::F32 && logits.rank() >= 2);
+  const int64_t classes = logits.dim(logits.rank() - 1);
+  const int64_t rows = logits.numel() / classes;
+  TO_CHECK(labels.numel() == rows && (labels.dtype() == DType::I64 || labels.dtype() == DType::I32));
+  double loss = 0;
+  check(driver_.cross_entropy(device_, logits.data<float>(), labels.raw(), code(labels.dtype()), rows, classes,
+                              dlogits ? dlogits->data<float>() : nullptr, &loss),
+        "cross_entropy");
+  return loss;
+}
+
+double CudaBackend::mse(const Array& output, const Array& target, Array* doutput) {
+  TO_CHECK(output.numel() == target.numel() && output.dtype() == DType::F32 && target.dtype() == DType::F32);
+  double loss = 0;
+  check(driver_.mse(device_, output.data<float>(), target.data<float>(), output.numel(), doutput ? doutput->data<float>() : nullptr,
+                    &loss),
+        "mse");
+  return loss;
+}
+
+void CudaBackend::sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) {
+  TensoroptSgd a{};
+  a.weight = weight.data<float>();
+  a.grad = grad.data<float>();
+  a.momentum = s.momentum != 0 ? momentum.data<float>() : nullptr;
+  a.n = weight.numel();
+  a.lr = static_cast<float>(s.lr);
+  a.momentum_factor = static_cast<float>(s.momentum);
+  a.weight_decay = static_cast<float>(s.weight_decay);
+  a.first_step = step == 1;
+  check(driver_.sgd(device_, &a), "sgd");
+}
+
+void CudaBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) {
+  const double bc1 = 1.0 - std::pow(s.beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(s.beta2, static_cast<double>(step));
+  TensoroptAdam a{};
+  a.weight = weight.data<float>();
+  a.grad = grad.data<float>();
+  a.m = m.data<float>();
+  a.v = v.data<float>();
+  a.n = weight.numel();
+  a.beta1 = static_cast<float>(s.beta1);
+  a.beta2 = static_cast<float>(s.beta2);
+  a.eps = static_cast<float>(s.eps);
+  a.weight_decay = static_cast<float>(s.weight_decay);
+  a.step_size = static_cast<float>(s.lr / bc1);
+  a.bias_correction2_sqrt = static_cast<float>(std::sqrt(bc2));
+  a.decay = static_cast<float>(1.0 - s.lr * s.weight_decay);
+  a.decoupled = s.decoupled;
+  check(driver_.adam(device_, &a), "adam");
+}
+
+}  // namespace tensoropt::runtime::cuda

@@ -1,0 +1,90 @@
+// HostExec: the executor of the CUDA kernel sources on the host (hd.h), for the tests' emulated
+// driver: each() and rows() are plain loops (rows with Lanes of width 1), memory is host memory,
+// gemm is the textbook triple loop in double. It stands in for the GPU only where the CPU suite
+// checks the kernels' maths and the backend's host logic (tests/launcher/runtime/
+// test_cuda_emulated.cc); it is never a device a run can choose.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/driver_abi.h"
+
+namespace tensoropt::cuda_kernels {
+
+struct HostExec {
+  std::string error;
+
+  static HostExec* open(int ordinal, std::string* why) {
+    if (ordinal != 0) {
+      *why = "the host emulation has one device, 0";
+      return nullptr;
+    }
+    return new HostExec;
+  }
+
+  int fail(std::string why) {
+    error = std::move(why);
+    return TO_CUDA_FAILED;
+  }
+  template <class F>
+  int each(int64_t n, F f) {
+    for (int64_t i = 0; i < n; ++i) f(i);
+    return TO_CUDA_OK;
+  }
+  template <class F>
+  int rows(int64_t count, F f) {
+    const Lanes one;
+    for (int64_t r = 0; r < count; ++r) f(one, r);
+    return TO_CUDA_OK;
+  }
+  int alloc(int64_t bytes, void** out) {
+    *out = std::aligned_alloc(64, static_cast<size_t>((bytes + 63) / 64 * 64));
+    return *out ? TO_CUDA_OK : TO_CUDA_OUT_OF_MEMORY;
+  }
+  int release(void* p) {
+    std::free(p);
+    return TO_CUDA_OK;
+  }
+  int memory(int64_t* free_bytes, int64_t* total_bytes) {
+    *free_bytes = *total_bytes = int64_t{1} << 40;
+    return TO_CUDA_OK;
+  }
+  int upload(void* dst, const void* host, int64_t bytes) {
+    if (bytes > 0) std::memcpy(dst, host, static_cast<size_t>(bytes));
+    return TO_CUDA_OK;
+  }
+  int download(void* host, const void* src, int64_t bytes) { return upload(host, src, bytes); }
+  int copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t width, int64_t count) {
+    for (int64_t r = 0; r < count; ++r)
+      std::memcpy(static_cast<char*>(dst) + r * dst_pitch, static_cast<const char*>(src) + r * src_pitch, static_cast<size_t>(width));
+    return TO_CUDA_OK;
+  }
+  int synchronize() { return TO_CUDA_OK; }
+  void* stream() { return nullptr; }
+  std::string describe() { return "name: host emulation of the CUDA kernels\n"; }
+  int gemm(const TensoroptGemm& g) {
+    for (int64_t p = 0; p < g.batch; ++p) {
+      const float* a = g.a + p * g.stride_a;
+      const float* b = g.b + p * g.stride_b;
+      float* c = g.c + p * g.stride_c;
+      for (int64_t i = 0; i < g.m; ++i) {
+        for (int64_t j = 0; j < g.n; ++j) {
+          double s = 0;
+          for (int64_t l = 0; l < g.k; ++l) {
+            const float av = g.trans_a ? a[l * g.m + i] : a[i * g.k + l];
+            const float bv = g.trans_b ? b[j * g.k + l] : b[l * g.n + j];
+            s += static_cast<double>(av) * bv;
+          }
+          const double prior = g.beta != 0 ? static_cast<double>(g.beta) * c[i * g.n + j] : 0.0;
+          c[i * g.n + j] = static_cast<float>(g.alpha * s + prior);
+        }
+      }
+    }
+    return TO_CUDA_OK;
+  }
+};
+
+}  // namespace tensoropt::cuda_kernels

@@ -1,0 +1,42 @@
+// Two backends on the same kernel case (kernel_check.h): the case's model runs forward and
+// backward on each with the same inputs, weights and output gradients, and the outputs and input
+// gradients are compared. This is how the CUDA backend is held to the CPU backend: over the host
+// emulation of its kernels in every CI run (test_cuda_emulated.cc), and on a GPU when one is
+// lent (test_cuda_gpu.cc, scripts/gpu-check).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/runtime/backend.h"
+#include "tests/launcher/runtime/kernel_check.h"
+
+namespace tensoropt::test {
+
+// What one backend computed for a case: the graph outputs, then the gradients by tensor name.
+struct CaseRun {
+  std::string error;     // non-empty: the run threw
+  bool refused = false;  // ... an InputError: a node without a kernel, an input a kernel refuses
+  std::vector<std::vector<double>> outputs;
+  std::map<std::string, std::vector<double>> gradients;
+};
+
+// Runs `c` on `backend` (inputs and weights uniform in the case's ranges from a fixed seed, so two
+// backends see the same values). Never throws for what the backend throws: it lands in error.
+CaseRun run_case(const KernelCase& c, runtime::Backend& backend);
+
+struct Comparison {
+  std::string op, name;
+  std::string status;        // "ok", "no kernel", "refused: <why>", "mismatch", "failed: <why>"
+  double forward_error = 0;  // the largest |a - b| / (|b| + 1) over every output element
+  double gradient_error = 0; // the same over every gradient element
+};
+
+// Compares `test` against `reference` on `c`; `tolerance` bounds both errors.
+Comparison compare_backends(const KernelCase& c, runtime::Backend& reference, runtime::Backend& test, double tolerance);
+
+// Every kernel case of every family (kernel_check.h).
+std::vector<KernelCase> all_kernel_cases();
+
+}  // namespace tensoropt::test
