@@ -15,8 +15,9 @@
 
 namespace tensoropt::runtime::cuda {
 
-// Where the module is looked for: "<directory of this binary>/libtensoropt_cuda.so" (the current
-// directory where /proc/self/exe cannot be read).
+// Where the module is looked for: the TENSOROPT_CUDA_MODULE variable's path when set (the test
+// binary, which lives elsewhere, uses it), else "<directory of this binary>/libtensoropt_cuda.so"
+// (the current directory where /proc/self/exe cannot be read).
 std::string module_path();
 
 // The module's function table, loading it on the first call. nullptr when it cannot be had, with
