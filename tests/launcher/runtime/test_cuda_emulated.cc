@@ -15,6 +15,7 @@
 #include "launcher/runtime/cpu/backend.h"
 #include "tests/launcher/runtime/backend_compare.h"
 #include "tests/launcher/runtime/cuda_emulation.h"
+#include "tests/launcher/runtime/fixture_training.h"
 
 namespace tensoropt::test {
 namespace {
@@ -174,6 +175,18 @@ TEST_CASE("cuda emulated: the backend primitives equal the CPU backend's") {
       CAPTURE(kind);
       CHECK(max_diff(got, want) < 1e-6);
     }
+  }
+}
+
+TEST_CASE("cuda emulated: the runtime fixtures train as PyTorch does, three steps of every optimizer") {
+  runtime::cuda::CudaBackend cuda(emulated_cuda_driver(), 0);
+  std::string missing;
+  const std::vector<std::string> names = fixtures_with_kernels(cuda, &missing);
+  MESSAGE("fixtures trained on the emulated CUDA backend: " << names.size() << " of " << training_fixtures().size()
+                                                          << std::string(missing.empty() ? "" : "; not yet (an op without a CUDA kernel):") << missing);
+  REQUIRE(!names.empty());
+  for (const std::string& name : names) {
+    for (const char* optimizer : {"sgd", "adam", "adamw"}) check_fixture_training(&cuda, name, optimizer);
   }
 }
 

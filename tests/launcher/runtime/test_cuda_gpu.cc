@@ -16,6 +16,7 @@
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/cuda/backend.h"
 #include "tests/launcher/runtime/backend_compare.h"
+#include "tests/launcher/runtime/fixture_training.h"
 #ifdef TENSOROPT_HAVE_CUDA
 #include "launcher/runtime/cuda/loader.h"
 #endif
@@ -66,6 +67,20 @@ TEST_CASE("gpu: every CUDA kernel against the CPU backend, forward and backward,
   std::printf("%s", table.str().c_str());
   std::printf("kernel cases: %d equal on the GPU, %d refused or failed, %d without a CUDA kernel\n", ok, other, missing);
   MESSAGE(ok << " kernel cases equal on the GPU");
+}
+
+TEST_CASE("gpu: the runtime fixtures train on the GPU as PyTorch does, three steps of every optimizer") {
+  const TensoroptCudaDriver* driver = gpu_driver("fixture training");
+  if (!driver) return;
+  runtime::cuda::CudaBackend cuda(*driver, 0);
+  std::string missing;
+  const std::vector<std::string> names = fixtures_with_kernels(cuda, &missing);
+  std::printf("fixtures trained on the GPU: %zu of %zu%s%s\n", names.size(), training_fixtures().size(),
+              missing.empty() ? "" : "; not yet (an op without a CUDA kernel):", missing.c_str());
+  CHECK_MESSAGE(missing.empty(), "fixtures the CUDA backend cannot run yet:" << missing);
+  for (const std::string& name : names) {
+    for (const char* optimizer : {"sgd", "adam", "adamw"}) check_fixture_training(&cuda, name, optimizer);
+  }
 }
 
 }  // namespace tensoropt::test

@@ -34,6 +34,7 @@
 #include "launcher/runtime/weights.h"
 #include "planner/compute_model.h"
 #include "planner/space/space.h"
+#include "tests/launcher/runtime/fixture_training.h"
 #include "tests/launcher/runtime/reference.h"
 
 namespace tensoropt {
@@ -45,96 +46,17 @@ const std::string kDir = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/ru
 
 using test::reference;
 using test::Reference;
-OptimizerSettings settings(const std::string& opt) { return test::reference_settings(opt); }
+
+using test::Session;
+using test::check_close;
 
 std::vector<float> values(const Array& a) { return std::vector<float>(a.data<float>(), a.data<float>() + a.numel()); }
-
-void check_close(const std::vector<float>& ours, const std::vector<float>& theirs, const std::string& what,
-                 const std::vector<float>& gradient = {}) {
-  CAPTURE(what);
-  REQUIRE(ours.size() == theirs.size());
-  double scale = 0, worst = 0, gscale = 0;
-  for (float t : theirs) scale = std::max(scale, static_cast<double>(std::abs(t)));
-  for (float g : gradient) gscale = std::max(gscale, static_cast<double>(std::abs(g)));
-  for (size_t i = 0; i < ours.size(); ++i) {
-    if (!gradient.empty() && std::abs(gradient[i]) <= 1e-6 * gscale) continue;
-    worst = std::max(worst, static_cast<double>(std::abs(ours[i] - theirs[i])));
-  }
-  CAPTURE(worst);
-  CAPTURE(scale);
-  CHECK(worst <= 1e-4 * scale + 1e-6);
-}
-
-// A training session on the CPU backend, as `run` builds it.
-struct Session {
-  Graph g;
-  cpu::CpuBackend backend{2};
-  LoadedState state;
-  std::unique_ptr<Executor> ex;
-  std::unique_ptr<Optimizer> opt;
-  std::unique_ptr<DataSource> data;
-  StepContext ctx;
-
-  Session(const std::string& name, const std::string& optimizer, std::vector<bool> recompute = {}, bool bf16 = false)
-      : g(import_onnx_file(kDir + name + ".onnx", {.batch = 4})) {
-    state = load_state(g, g.source_path, backend, 0);
-    ExecutorOptions eo;
-    eo.recompute = std::move(recompute);
-    eo.bf16 = bf16;
-    ex = std::make_unique<Executor>(g, backend, state.arrays, eo);
-    opt = std::make_unique<Optimizer>(settings(optimizer), backend, state.arrays, ex->gradient_tensors());
-    data = npy_data(g, LossKind::CrossEntropy, kDir + name + ".x.npy", kDir + name + ".y.npy", backend);
-    ctx = StepContext{&backend.allocator(), true, 0, 0, 2};
-  }
-  double step() {
-    ctx.step = opt->steps() + 1;
-    Batch b = data->next(ctx.step);
-    double loss = ex->train_step(b.inputs, b.target, ctx);
-    opt->step(*ex);
-    return loss;
-  }
-};
 
 }  // namespace
 
 TEST_CASE("training: three steps of every optimizer equal PyTorch's on six model families") {
-  for (const char* name : {"mlp", "cnn_bn", "resblock", "gpt", "vit", "branches"}) {
-    CAPTURE(std::string(name));
-    Reference ref = reference(name);
-    for (const char* optimizer : {"sgd", "adam", "adamw"}) {
-      CAPTURE(std::string(optimizer));
-      Session s(name, optimizer);
-      CHECK(s.state.initialised.empty());
-      auto losses = ref.head["losses"][optimizer].get<std::vector<double>>();
-      for (size_t k = 0; k < losses.size(); ++k) {
-        CAPTURE(k);
-        double loss = s.step();
-        CHECK(loss == doctest::Approx(losses[k]).epsilon(1e-4));
-        if (k == 0 && std::string(optimizer) == "sgd") {
-          for (int t : s.ex->gradient_tensors()) {
-            Shape shape;
-            std::vector<float> want = ref.tensor("grad/" + s.g.tensors[static_cast<size_t>(t)].name, shape);
-            REQUIRE_MESSAGE(!want.empty(), s.g.tensors[static_cast<size_t>(t)].name);
-            check_close(values(s.ex->gradient(t)), want, "grad of " + s.g.tensors[static_cast<size_t>(t)].name);
-          }
-        }
-      }
-      int compared = 0;
-      for (const auto& [t, a] : s.state.arrays) {
-        const Tensor& x = s.g.tensors[static_cast<size_t>(t)];
-        if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer) continue;
-        if (a.dtype() != DType::F32) continue;
-        Shape shape;
-        std::vector<float> want = ref.tensor(std::string(optimizer) + "/" + x.name, shape);
-        REQUIRE_MESSAGE(!want.empty(), x.name);
-        Shape gshape;
-        std::vector<float> grad = std::string(optimizer) != "sgd" && x.kind == TensorKind::Parameter
-                                      ? ref.tensor("grad/" + x.name, gshape) : std::vector<float>{};
-        check_close(values(a), want, "final " + x.name, grad);
-        ++compared;
-      }
-      CHECK(compared > 0);
-    }
+  for (const std::string& name : test::training_fixtures()) {
+    for (const char* optimizer : {"sgd", "adam", "adamw"}) test::check_fixture_training(nullptr, name, optimizer);
   }
 }
 
