@@ -20,6 +20,7 @@
 #include "graph/error.h"
 #include "launcher/build_info.h"
 #include "launcher/devices.h"
+#include "launcher/runtime/allocator.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
 #include "launcher/launch/local.h"
@@ -259,6 +260,9 @@ int reporting_errors(const Command& command) {
   } catch (const tensoropt::InputError& e) {
     std::cerr << "tensoropt: error: " << e.what() << "\n";
     return 2;
+  } catch (const tensoropt::runtime::OutOfMemory& e) {
+    std::cerr << "tensoropt: error: " << e.what() << " (a plan point with less memory per device, or a smaller --batch, needs less)\n";
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "tensoropt: internal error: " << e.what() << "\n";
     return 1;

@@ -1,6 +1,9 @@
 #include "launcher/runtime/allocator.h"
 
 #include <cstdlib>
+#include <string>
+
+#include "graph/units.h"
 #include <new>
 
 namespace tensoropt::runtime {
@@ -44,7 +47,14 @@ Block Allocator::allocate(int64_t bytes, MemoryKind kind) {
   Block b;
   b.kind_ = kind;
   if (bytes == 0) return b;
-  b.data_ = raw_allocate(bytes);
+  try {
+    b.data_ = raw_allocate(bytes);
+  } catch (const std::bad_alloc& e) {
+    const OutOfMemory* device = dynamic_cast<const OutOfMemory*>(&e);
+    throw OutOfMemory("out of memory allocating " + with_commas(bytes) + " bytes of " + std::string(memory_kind_name(kind)) + " (" +
+                      with_commas(stats().live_total) + " bytes held by this run" + (device ? "; " + std::string(device->what()) : "") +
+                      ")");
+  }
   b.bytes_ = bytes;
   b.owner_ = this;
   std::lock_guard<std::mutex> lock(mu_);

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <string>
 #include <string_view>
 
 namespace tensoropt::runtime {
@@ -32,6 +34,20 @@ struct MemoryStats {
   int64_t peak_total = 0;                     // the most all kinds held at once
   // Each kind's bytes at the moment peak_total was reached.
   std::array<int64_t, kMemoryKinds> at_peak{};
+};
+
+// A device out of memory: what() says how many bytes of which kind were asked for, what was held
+// then, and (where the allocator knows) what the device had free; the executors add the node and
+// the tensor (with_context). Still a std::bad_alloc.
+class OutOfMemory : public std::bad_alloc {
+ public:
+  explicit OutOfMemory(std::string what) : what_(std::move(what)) {}
+  const char* what() const noexcept override { return what_.c_str(); }
+  // The same error with "<context>: " in front.
+  OutOfMemory with_context(const std::string& context) const { return OutOfMemory(context + ": " + what_); }
+
+ private:
+  std::string what_;
 };
 
 class Allocator;
@@ -61,14 +77,15 @@ class Block {
 class Allocator {
  public:
   virtual ~Allocator() = default;
-  // A block of `bytes` (0 allowed: a null block that still counts nothing). Throws
-  // std::bad_alloc when the device has no memory left.
+  // A block of `bytes` (0 allowed: a null block that still counts nothing). Throws OutOfMemory
+  // when the device has no memory left.
   Block allocate(int64_t bytes, MemoryKind kind);
   MemoryStats stats() const;
   // Forgets the peaks (live bytes stay): a run measures its steady-state step this way.
   void reset_peaks();
 
  protected:
+  // Throws std::bad_alloc (or OutOfMemory with the device's own account) when out of memory.
   virtual void* raw_allocate(int64_t bytes) = 0;
   virtual void raw_free(void* p) = 0;
 

@@ -194,7 +194,11 @@ void Executor::run_backward(const StepContext& ctx) {
         dins[k] = Array(runtime_dtype(x), x.shape, backend_.allocator(), MemoryKind::Transients);
         din.push_back(&dins[k]);
       }
-      kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, nullptr});
+      try {
+        kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, nullptr});
+      } catch (const OutOfMemory& e) {
+        throw e.with_context("node " + n.label() + " (backward)");
+      }
       f32.clear();  // float32 copies: gone before the gradients are stored
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         if (!p.input_grad[k]) continue;

@@ -48,9 +48,12 @@ const Array* Float32Args::operator()(const Array* a) {
   return &copies_.back();
 }
 
-std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node& n, int index, const std::vector<const Array*>& inputs,
-                                const std::vector<OutputSpec>& outputs, OpState& state, const StepContext& ctx,
-                                const ShardInfo* shard, std::map<int, Array>* updates) {
+namespace {
+
+std::vector<Array> forward_call_unchecked(Backend& backend, const OpKernel& k, const Node& n, int index,
+                                          const std::vector<const Array*>& inputs, const std::vector<OutputSpec>& outputs,
+                                          OpState& state, const StepContext& ctx, const ShardInfo* shard,
+                                          std::map<int, Array>* updates) {
   // bfloat16 inputs as float32 copies; a view (aliases_input) stays a view of what it reads.
   Float32Args converted(backend, inputs.size());
   std::vector<const Array*> in;
@@ -88,6 +91,21 @@ std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node&
     computed[o] = Array();
   }
   return outs;
+}
+
+}  // namespace
+
+std::vector<Array> forward_call(Backend& backend, const OpKernel& k, const Node& n, int index, const std::vector<const Array*>& inputs,
+                                const std::vector<OutputSpec>& outputs, OpState& state, const StepContext& ctx,
+                                const ShardInfo* shard, std::map<int, Array>* updates) {
+  try {
+    return forward_call_unchecked(backend, k, n, index, inputs, outputs, state, ctx, shard, updates);
+  } catch (const OutOfMemory& e) {
+    std::string shapes;
+    for (const OutputSpec& o : outputs)
+      if (o.present) shapes += (shapes.empty() ? "" : ", ") + std::string(dtype_name(o.store)) + shape_str(o.shape);
+    throw e.with_context("node " + n.label() + " (forward, output " + shapes + ")");
+  }
 }
 
 void check_backward_kernels(const Graph& g, const std::vector<const OpKernel*>& kernels, const StepSchedule& schedule,

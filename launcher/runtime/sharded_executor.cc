@@ -382,7 +382,11 @@ void ShardedExecutor::run_backward(size_t i, std::vector<const Array*> dout, con
     dins[q] = Array(DType::F32, in_shapes[q], backend_.allocator(), MemoryKind::Transients);
     din.push_back(&dins[q]);
   }
-  kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
+  try {
+    kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
+  } catch (const OutOfMemory& e) {
+    throw e.with_context("node " + n.label() + " (backward)");
+  }
   f32.clear();  // float32 copies: gone before the gradients are stored
   for (size_t q = 0; q < n.inputs.size(); ++q) {
     if (!p.input_grad[q]) continue;

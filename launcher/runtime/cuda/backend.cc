@@ -38,7 +38,7 @@ std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice*
 void* DeviceAllocator::raw_allocate(int64_t bytes) {
   void* p = nullptr;
   const int s = driver_.alloc(device_, bytes, &p);
-  if (s == TO_CUDA_OUT_OF_MEMORY) throw OutOfDeviceMemory(driver_error(driver_, device_));
+  if (s == TO_CUDA_OUT_OF_MEMORY) throw OutOfMemory(driver_error(driver_, device_));
   if (s != TO_CUDA_OK) throw InternalError("CUDA allocation of " + std::to_string(bytes) + " bytes: " + driver_error(driver_, device_));
   return p;
 }
@@ -87,7 +87,7 @@ const OpKernel* CudaBackend::kernel(std::string_view op_type) const {
 
 void CudaBackend::check(int status, std::string_view what) const {
   if (status == TO_CUDA_OK) return;
-  if (status == TO_CUDA_OUT_OF_MEMORY) throw OutOfDeviceMemory(std::string(what) + ": " + driver_error(driver_, device_));
+  if (status == TO_CUDA_OUT_OF_MEMORY) throw OutOfMemory(std::string(what) + ": " + driver_error(driver_, device_));
   throw InternalError("CUDA " + std::string(what) + ": " + driver_error(driver_, device_));
 }
 

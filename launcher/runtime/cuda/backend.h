@@ -6,8 +6,7 @@
 //
 // Memory: a DeviceAllocator over the driver's stream-ordered pool, with the ledger every allocator
 // keeps (../allocator.h), so `run` sets measured against predicted on GPU as on CPU. Out of memory
-// throws OutOfDeviceMemory (a std::bad_alloc whose what() names the bytes, the kind and what the
-// device had free).
+// throws OutOfMemory naming the bytes, the kind and what the device had free.
 //
 // Kernels run in order on the device's compute stream and return at once; read(), the losses and
 // synchronize() wait. A failure of the driver is an InternalError naming the call and the
@@ -16,7 +15,6 @@
 #pragma once
 
 #include <memory>
-#include <new>
 #include <string>
 #include <string_view>
 
@@ -24,15 +22,6 @@
 #include "launcher/runtime/cuda/driver_abi.h"
 
 namespace tensoropt::runtime::cuda {
-
-class OutOfDeviceMemory : public std::bad_alloc {
- public:
-  explicit OutOfDeviceMemory(std::string what) : what_(std::move(what)) {}
-  const char* what() const noexcept override { return what_.c_str(); }
-
- private:
-  std::string what_;
-};
 
 class DeviceAllocator final : public Allocator {
  public:

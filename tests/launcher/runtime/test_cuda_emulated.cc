@@ -198,4 +198,21 @@ TEST_CASE("cuda emulated: a driver failure is an error naming the call, out of m
   CHECK_THROWS_WITH_AS(runtime::cuda::CudaBackend(emulated_cuda_driver(), 3), doctest::Contains("--device cuda:"), InputError);
 }
 
+TEST_CASE("out of memory: the error names the node, the output, the bytes and the kind") {
+  runtime::cpu::CpuBackend cpu(1);
+  const int64_t huge = int64_t{1} << 46;  // 256 TiB of float32: no machine has it
+  CHECK_THROWS_WITH_AS(Array(DType::F32, {huge}, cpu.allocator(), MemoryKind::Activations),
+                       doctest::Contains("out of memory allocating 281,474,976,710,656 bytes of activations"), runtime::OutOfMemory);
+  Node relu;
+  relu.name = "act";
+  relu.op_type = "Relu";
+  Array x = host_array(cpu, DType::F32, {4}, {1, -1, 2, -2});
+  runtime::OpState state;
+  const runtime::StepContext ctx{&cpu.allocator(), true, 0, 1, 1};
+  const runtime::OutputSpec spec{true, {huge / 4}, DType::F32, DType::F32, MemoryKind::Activations};
+  CHECK_THROWS_WITH_AS(runtime::forward_call(cpu, *cpu.kernel("Relu"), relu, 0, {&x}, {spec}, state, ctx, nullptr, nullptr),
+                       doctest::Contains("node 'act' (Relu) (forward, output float32[17592186044416]): out of memory allocating"),
+                       runtime::OutOfMemory);
+}
+
 }  // namespace tensoropt::test
