@@ -70,6 +70,18 @@ class Backend {
   // `momentum` may be undefined when settings.momentum == 0. `step` is 1-based.
   virtual void sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) = 0;
   virtual void adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) = 0;
+
+  // The same step on many parameters at once (float32 weight, gradient and moments of equal
+  // shapes): a GPU updates them all in one launch. The default calls adam_step on each.
+  struct AdamParam {
+    Array* weight;
+    const Array* grad;
+    Array* m;
+    Array* v;
+  };
+  virtual void adam_steps(const std::vector<AdamParam>& params, const AdamSettings& s, int64_t step) {
+    for (const AdamParam& p : params) adam_step(*p.weight, *p.grad, *p.m, *p.v, s, step);
+  }
 };
 
 }  // namespace tensoropt::runtime

@@ -37,9 +37,23 @@ Optimizer::Optimizer(const OptimizerSettings& s, Backend& backend, std::map<int,
 
 void Optimizer::step(const GradientSource& ex) {
   ++steps_;
+  const AdamSettings adam{s_.lr, s_.beta1, s_.beta2, s_.eps, s_.weight_decay, s_.kind == OptimizerKind::AdamW};
+  // Adam on float32 gradients: every parameter in one call (one launch on a GPU).
+  bool same_dtype = s_.kind != OptimizerKind::Sgd;
+  for (int t : params_) same_dtype = same_dtype && ex.gradient(t).dtype() == weights_.at(t).dtype();
+  if (same_dtype) {
+    std::vector<Backend::AdamParam> all;
+    for (int t : params_) {
+      auto& v = state_.at(t);
+      all.push_back({&weights_.at(t), &ex.gradient(t), &v[0], &v[1]});
+    }
+    backend_.adam_steps(all, adam, steps_);
+    return;
+  }
   for (int t : params_) {
     Array& w = weights_.at(t);
-    // Under mixed precision the gradient is bfloat16 and the weight its float32 master.
+    // Under mixed precision the gradient is bfloat16 and the weight its float32 master: widened
+    // one parameter at a time, so at most one float32 copy is held.
     Array g = ex.gradient(t);
     if (g.dtype() != w.dtype()) {
       Array wide(w.dtype(), g.shape(), backend_.allocator(), MemoryKind::Transients);
@@ -51,8 +65,7 @@ void Optimizer::step(const GradientSource& ex) {
       Array none;
       backend_.sgd_step(w, g, v.empty() ? none : v[0], {s_.lr, s_.momentum, s_.weight_decay}, steps_);
     } else {
-      AdamSettings a{s_.lr, s_.beta1, s_.beta2, s_.eps, s_.weight_decay, s_.kind == OptimizerKind::AdamW};
-      backend_.adam_step(w, g, v[0], v[1], a, steps_);
+      backend_.adam_step(w, g, v[0], v[1], adam, steps_);
     }
   }
 }

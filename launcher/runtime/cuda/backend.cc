@@ -5,6 +5,7 @@
 
 #include "graph/dtype.h"
 #include "graph/error.h"
+#include "launcher/runtime/cuda/device/optimizer.h"
 
 namespace tensoropt::runtime::cuda {
 
@@ -170,15 +171,13 @@ void CudaBackend::sgd_step(Array& weight, const Array& grad, Array& momentum, co
   check(driver_.sgd(device_, &a), "sgd");
 }
 
-void CudaBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) {
+namespace {
+
+// Adam's per-step constants, as CpuBackend::adam_step computes them.
+template <class Args>
+void adam_constants(Args& a, const AdamSettings& s, int64_t step) {
   const double bc1 = 1.0 - std::pow(s.beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(s.beta2, static_cast<double>(step));
-  TensoroptAdam a{};
-  a.weight = weight.data<float>();
-  a.grad = grad.data<float>();
-  a.m = m.data<float>();
-  a.v = v.data<float>();
-  a.n = weight.numel();
   a.beta1 = static_cast<float>(s.beta1);
   a.beta2 = static_cast<float>(s.beta2);
   a.eps = static_cast<float>(s.eps);
@@ -187,7 +186,40 @@ void CudaBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v
   a.bias_correction2_sqrt = static_cast<float>(std::sqrt(bc2));
   a.decay = static_cast<float>(1.0 - s.lr * s.weight_decay);
   a.decoupled = s.decoupled;
+}
+
+}  // namespace
+
+void CudaBackend::adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) {
+  TensoroptAdam a{};
+  a.weight = weight.data<float>();
+  a.grad = grad.data<float>();
+  a.m = m.data<float>();
+  a.v = v.data<float>();
+  a.n = weight.numel();
+  adam_constants(a, s, step);
   check(driver_.adam(device_, &a), "adam");
+}
+
+void CudaBackend::adam_steps(const std::vector<AdamParam>& params, const AdamSettings& s, int64_t step) {
+  std::vector<cuda_kernels::AdamTensorRef> table;
+  int64_t total = 0;
+  for (const AdamParam& p : params) {
+    TO_CHECK(p.weight->shape() == p.grad->shape() && p.grad->dtype() == DType::F32);
+    if (p.weight->numel() == 0) continue;
+    table.push_back({p.weight->data<float>(), p.grad->data<float>(), p.m->data<float>(), p.v->data<float>(), total});
+    total += p.weight->numel();
+  }
+  if (table.empty()) return;
+  const auto bytes = static_cast<int64_t>(table.size() * sizeof(cuda_kernels::AdamTensorRef));
+  Array on_device(DType::U8, {bytes}, *allocator_, MemoryKind::Transients);
+  write(on_device, table.data(), bytes);
+  cuda_kernels::AdamManyArgs a{};
+  a.tensors = static_cast<const cuda_kernels::AdamTensorRef*>(on_device.raw());
+  a.count = static_cast<int>(table.size());
+  a.total = total;
+  adam_constants(a, s, step);
+  launch("adam_many", a, "adam");
 }
 
 }  // namespace tensoropt::runtime::cuda

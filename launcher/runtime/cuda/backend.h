@@ -60,6 +60,7 @@ class CudaBackend final : public Backend {
   double mse(const Array& output, const Array& target, Array* doutput) override;
   void sgd_step(Array& weight, const Array& grad, Array& momentum, const SgdSettings& s, int64_t step) override;
   void adam_step(Array& weight, const Array& grad, Array& m, Array& v, const AdamSettings& s, int64_t step) override;
+  void adam_steps(const std::vector<AdamParam>& params, const AdamSettings& s, int64_t step) override;  // one launch
 
   // For the kernel families (elementwise.cc, linear.cc, ...): the driver, this GPU's handle, and
   // check(status, what), which throws InternalError naming `what` and the driver's reason.
