@@ -1,21 +1,6 @@
-// Einsum (graph/ops/linear.cc): any equation the catalogue accepts, as gathers (permute, diagonal,
-// sum) and one batched GEMM (linear_gemm.h) per pair of operands.
-//
-// Labels are the equation's letters and the "..." axes (aligned right across operands, numpy
-// broadcasting: a size-1 "..." axis against a larger one is read once, label -1). The output is
-// the right-hand side, or implicitly "..." then the letters used once, in character order.
-// gather(x, keep): x's elements indexed by the labels `keep` (in that order), on the diagonal of a
-// label repeated within x, summed over x's labels not kept. scatter(d, keep) is its adjoint: d
-// copied onto that diagonal (broadcast over the summed labels), zero elsewhere.
-//
-// Two operands A, B -> Y: each label is batch (in A, B and Y), contracted (A and B, not Y), free
-// in A (A and Y) or free in B; A's labels in neither B nor Y are summed by gathering A. With
-// A' = gather(A) [batch, free A, contracted] (or its per-batch transpose when that is A's own
-// layout, read in place) and B' = gather(B) [batch, contracted, free B]:
-//   Y'[b] = A'[b]·B'[b],  Y = Y' permuted to the output's order,
-//   dA'[b] = dY'[b]·B'[b]ᵀ, dB'[b] = A'[b]ᵀ·dY'[b],  dA = scatter(dA'), dB = scatter(dB').
-// One operand: Y = gather(A, output), dA = scatter(dY). Three or more: contracted left to right,
-// forward only (the catalogue keeps no operand of such a node for backward).
+// Einsum (graph/ops/linear.cc) on the CPU: any equation the catalogue accepts, planned by
+// ../einsum_plan.h (which says how), as gathers (permute, diagonal, sum) and one batched GEMM
+// (linear_gemm.h) per pair of operands.
 #include "launcher/runtime/cpu/linear_einsum.h"
 
 #include <algorithm>
@@ -25,104 +10,12 @@
 
 #include "launcher/runtime/cpu/linear_gemm.h"
 #include "launcher/runtime/cpu/util.h"
+#include "launcher/runtime/einsum_plan.h"
 
 namespace tensoropt::runtime::cpu {
 namespace {
 
-using Labels = std::vector<int>;
-
-struct Equation {
-  std::vector<int64_t> size;  // per label
-  std::vector<Labels> terms;  // per operand axis: its label, -1 for a broadcast "..." axis
-  Labels out;
-};
-
-bool has(const Labels& l, int x) { return std::find(l.begin(), l.end(), x) != l.end(); }
-
-Equation parse(const Node& node, const std::vector<Shape>& shapes) {
-  std::string eq;
-  for (char ch : node.attr_string("equation", "")) {
-    if (ch != ' ') eq += ch;
-  }
-  const size_t arrow = eq.find("->");
-  const std::string lhs = eq.substr(0, arrow);
-  std::vector<std::string> terms;
-  for (size_t start = 0;;) {
-    size_t comma = lhs.find(',', start);
-    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  // The "..." rank: the most axes any operand's ellipsis covers.
-  auto letters = [](const std::string& t) { return t.size() - (t.find("...") == std::string::npos ? 0 : 3); };
-  size_t erank = 0;
-  for (size_t i = 0; i < terms.size(); ++i) erank = std::max(erank, shapes[i].size() - letters(terms[i]));
-  Equation e;
-  Labels ellipsis;
-  for (size_t a = 0; a < erank; ++a) {
-    ellipsis.push_back(static_cast<int>(e.size.size()));
-    e.size.push_back(1);
-  }
-  std::map<char, int> letter;
-  std::map<char, int> uses;
-  for (size_t i = 0; i < terms.size(); ++i) {
-    const std::string& t = terms[i];
-    const Shape& sh = shapes[i];
-    const size_t own = sh.size() - letters(t);
-    Labels l;
-    for (size_t k = 0; k < t.size(); ++k) {
-      if (t.compare(k, 3, "...") == 0) {
-        for (size_t a = 0; a < own; ++a) {
-          int lab = ellipsis[erank - own + a];
-          e.size[static_cast<size_t>(lab)] = std::max(e.size[static_cast<size_t>(lab)], sh[l.size()]);
-          l.push_back(lab);
-        }
-        k += 2;
-        continue;
-      }
-      ++uses[t[k]];
-      auto [it, fresh] = letter.emplace(t[k], static_cast<int>(e.size.size()));
-      if (fresh) e.size.push_back(sh[l.size()]);
-      l.push_back(it->second);
-    }
-    e.terms.push_back(l);
-  }
-  for (size_t i = 0; i < terms.size(); ++i) {
-    for (size_t a = 0; a < e.terms[i].size(); ++a) {
-      int& lab = e.terms[i][a];
-      if (shapes[i][a] == 1 && e.size[static_cast<size_t>(lab)] != 1) lab = -1;
-    }
-  }
-  std::string rhs;
-  if (arrow != std::string::npos) {
-    rhs = eq.substr(arrow + 2);
-  } else {
-    rhs = erank > 0 ? "..." : "";
-    for (auto [ch, n] : uses) {
-      if (n == 1) rhs += ch;
-    }
-  }
-  for (size_t k = 0; k < rhs.size(); ++k) {
-    Labels add;
-    if (rhs.compare(k, 3, "...") == 0) {
-      add = ellipsis;
-      k += 2;
-    } else {
-      add = {letter.at(rhs[k])};
-    }
-    for (int lab : add) {
-      if (has(e.out, lab)) kernel_error(node, "a label repeated in the output of '" + eq + "' is not implemented");
-      e.out.push_back(lab);
-    }
-  }
-  return e;
-}
-
-int64_t count(const Labels& l, const std::vector<int64_t>& size) {
-  int64_t n = 1;
-  for (int lab : l) n *= size[static_cast<size_t>(lab)];
-  return n;
-}
+using namespace einsum;
 
 // fn(offset) for the multi-indices lo..hi-1 (row-major) of `sizes`, offset = Σ index·stride.
 template <typename Fn>
@@ -145,36 +38,6 @@ void walk(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides
       idx[a] = 0;
     }
   }
-}
-
-// The index space of gather(x, keep): sizes and x-strides of the kept labels, then of the summed.
-struct GatherSpace {
-  std::vector<int64_t> keep_size, keep_stride, sum_size, sum_stride;
-  int64_t kept = 1, summed = 1;
-};
-
-GatherSpace gather_space(const Shape& xs, const Labels& labels, const Labels& keep, const std::vector<int64_t>& size) {
-  std::vector<int64_t> st = strides_of(xs);
-  auto stride = [&](int lab) {
-    int64_t s = 0;
-    for (size_t a = 0; a < labels.size(); ++a) s += labels[a] == lab ? st[a] : 0;
-    return s;
-  };
-  GatherSpace g;
-  for (int lab : keep) {
-    g.keep_size.push_back(size[static_cast<size_t>(lab)]);
-    g.keep_stride.push_back(stride(lab));
-    g.kept *= size[static_cast<size_t>(lab)];
-  }
-  Labels seen = keep;
-  for (int lab : labels) {
-    if (lab < 0 || has(seen, lab)) continue;
-    seen.push_back(lab);
-    g.sum_size.push_back(size[static_cast<size_t>(lab)]);
-    g.sum_stride.push_back(stride(lab));
-    g.summed *= size[static_cast<size_t>(lab)];
-  }
-  return g;
 }
 
 // y [keep...] = gather(x, keep).
@@ -205,49 +68,6 @@ void scatter(const float* d, const Shape& xs, const Labels& labels, const Labels
   });
 }
 
-Shape shape_of(const Labels& l, const std::vector<int64_t>& size) {
-  Shape s;
-  for (int lab : l) s.push_back(size[static_cast<size_t>(lab)]);
-  return s;
-}
-
-Labels concat(std::initializer_list<const Labels*> parts) {
-  Labels r;
-  for (const Labels* p : parts) r.insert(r.end(), p->begin(), p->end());
-  return r;
-}
-
-// One pairwise contraction: which labels play which role, and where A' and B' come from.
-struct Pair {
-  Labels batch, contract, fa, fb;
-  Labels a_order, b_order, y_order;  // A' [batch, fa, contract], B' [batch, contract, fb], Y' [batch, fa, fb]
-  GemmDims d;                        // m = |fa|, n = |fb|, k = |contract|; ta, tb: A, B read in place, transposed
-  int64_t nb = 1;
-  bool a_direct = false, b_direct = false;
-};
-
-Pair plan_pair(const Labels& la, const Labels& lb, const Labels& keep, const std::vector<int64_t>& size) {
-  Pair p;
-  for (int lab : keep) {
-    if (has(la, lab) && has(lb, lab)) p.batch.push_back(lab);
-    else if (has(la, lab)) p.fa.push_back(lab);
-    else p.fb.push_back(lab);
-  }
-  for (int lab : la) {
-    if (lab >= 0 && has(lb, lab) && !has(keep, lab) && !has(p.contract, lab)) p.contract.push_back(lab);
-  }
-  p.a_order = concat({&p.batch, &p.fa, &p.contract});
-  p.b_order = concat({&p.batch, &p.contract, &p.fb});
-  p.y_order = concat({&p.batch, &p.fa, &p.fb});
-  p.nb = count(p.batch, size);
-  p.d = {.m = count(p.fa, size), .n = count(p.fb, size), .k = count(p.contract, size)};
-  if (la == p.a_order) p.a_direct = true;
-  else if (la == concat({&p.batch, &p.contract, &p.fa})) p.a_direct = p.d.ta = true;
-  if (lb == p.b_order) p.b_direct = true;
-  else if (lb == concat({&p.batch, &p.fb, &p.contract})) p.b_direct = p.d.tb = true;
-  return p;
-}
-
 GemmBatch diagonal_batch(int64_t nb) {
   GemmBatch b;
   for (int64_t i = 0; i < nb; ++i) {
@@ -258,106 +78,37 @@ GemmBatch diagonal_batch(int64_t nb) {
   return b;
 }
 
-Array transient(const Shape& s, const StepContext& ctx) { return Array(DType::F32, s, *ctx.allocator, MemoryKind::Transients); }
 
-// An operand as the GEMM reads it: in place, or gathered into `order`.
-const float* operand(const float* x, const Shape& xs, const Labels& l, bool direct, const Labels& order,
-                     const std::vector<int64_t>& size, Array& buf, const StepContext& ctx) {
-  if (direct) return x;
-  buf = transient(shape_of(order, size), ctx);
-  gather(x, xs, l, order, size, buf.data<float>(), ctx.threads);
-  return buf.data<float>();
-}
+class CpuOps final : public Ops {
+ public:
+  explicit CpuOps(int threads) : threads_(threads) {}
+  void gather(const float* x, const Shape& xs, const Labels& labels, const Labels& keep, const std::vector<int64_t>& size,
+              float* y) override {
+    cpu::gather(x, xs, labels, keep, size, y, threads_);
+  }
+  void scatter(const float* d, const Shape& xs, const Labels& labels, const Labels& keep, const std::vector<int64_t>& size,
+               float* dx) override {
+    cpu::scatter(d, xs, labels, keep, size, dx, threads_);
+  }
+  void batched_gemm(const EinsumGemm& d, const float* a, const float* b, float* c, int64_t batch) override {
+    cpu::batched_gemm({d.m, d.n, d.k, d.ta, d.tb}, a, b, c, diagonal_batch(batch), threads_);
+  }
 
-// y [keep...] = the contraction of A and B.
-void contract(const float* a, const Shape& as, const Labels& la, const float* b, const Shape& bs, const Labels& lb,
-              const Labels& keep, const std::vector<int64_t>& size, float* y, const StepContext& ctx) {
-  Pair p = plan_pair(la, lb, keep, size);
-  Array abuf, bbuf, ybuf;
-  const float* pa = operand(a, as, la, p.a_direct, p.a_order, size, abuf, ctx);
-  const float* pb = operand(b, bs, lb, p.b_direct, p.b_order, size, bbuf, ctx);
-  const bool in_place = keep == p.y_order;
-  if (!in_place) ybuf = transient(shape_of(p.y_order, size), ctx);
-  float* py = in_place ? y : ybuf.data<float>();
-  batched_gemm(p.d, pa, pb, py, diagonal_batch(p.nb), ctx.threads);
-  if (!in_place) gather(py, ybuf.shape(), p.y_order, keep, size, y, ctx.threads);
-}
-
-void require_f32(const OpCall& c) {
-  for (const Array* x : c.in) {
-    if (x->dtype() != DType::F32) kernel_error(c.node, "only float32 is implemented, not " + x->str());
-  }
-}
-
-void einsum_forward(const OpCall& c) {
-  require_f32(c);
-  std::vector<Shape> shapes;
-  for (const Array* x : c.in) shapes.push_back(x->shape());
-  const Equation e = parse(c.node, shapes);
-  float* y = c.out[0]->data<float>();
-  if (c.in.size() == 1) return gather(c.in[0]->data<float>(), shapes[0], e.terms[0], e.out, e.size, y, c.ctx.threads);
-  // Left to right: the running result keeps the labels the output or a later operand uses.
-  Array acc;
-  const float* cur = c.in[0]->data<float>();
-  Shape cur_shape = shapes[0];
-  Labels cur_labels = e.terms[0];
-  for (size_t i = 1; i < c.in.size(); ++i) {
-    Labels keep = e.out;
-    if (i + 1 < c.in.size()) {
-      keep.clear();
-      for (const Labels* l : {&std::as_const(cur_labels), &e.terms[i]}) {
-        for (int lab : *l) {
-          bool later = has(e.out, lab);
-          for (size_t j = i + 1; j < c.in.size(); ++j) later = later || has(e.terms[j], lab);
-          if (lab >= 0 && later && !has(keep, lab)) keep.push_back(lab);
-        }
-      }
-    }
-    Array next = i + 1 < c.in.size() ? transient(shape_of(keep, e.size), c.ctx) : Array();
-    contract(cur, cur_shape, cur_labels, c.in[i]->data<float>(), shapes[i], e.terms[i], keep, e.size,
-             next.defined() ? next.data<float>() : y, c.ctx);
-    acc = std::move(next);
-    cur = acc.defined() ? acc.data<float>() : nullptr;
-    cur_shape = shape_of(keep, e.size);
-    cur_labels = keep;
-  }
-}
-
-void einsum_backward(const GradCall& c) {
-  if (c.in_shapes.size() > 2) kernel_error(c.node, "Einsum of more than two operands has no gradient (the catalogue keeps no operand)");
-  const Equation e = parse(c.node, c.in_shapes);
-  const float* dy = c.dout[0]->data<float>();
-  if (c.in_shapes.size() == 1) {
-    return scatter(dy, c.in_shapes[0], e.terms[0], e.out, e.size, c.din[0]->data<float>(), c.ctx.threads);
-  }
-  const Labels &la = e.terms[0], &lb = e.terms[1];
-  Pair p = plan_pair(la, lb, e.out, e.size);
-  const auto [m, n, k, ta, tb] = p.d;
-  Array dybuf;
-  const float* dyp = operand(dy, c.dout[0]->shape(), e.out, e.out == p.y_order, p.y_order, e.size, dybuf, c.ctx);
-  const GemmBatch batch = diagonal_batch(p.nb);
-  if (Array* da = c.din[0]) {  // dA'[b] = dY'[b]·B'[b]ᵀ, or its transpose when A is read transposed
-    Array bbuf, dabuf;
-    const float* pb = operand(c.in[1]->data<float>(), c.in_shapes[1], lb, p.b_direct, p.b_order, e.size, bbuf, c.ctx);
-    if (!p.a_direct) dabuf = transient(shape_of(p.a_order, e.size), c.ctx);
-    float* out = p.a_direct ? da->data<float>() : dabuf.data<float>();
-    if (ta) batched_gemm({.m = k, .n = m, .k = n, .ta = tb, .tb = true}, pb, dyp, out, batch, c.ctx.threads);
-    else batched_gemm({.m = m, .n = k, .k = n, .tb = !tb}, dyp, pb, out, batch, c.ctx.threads);
-    if (!p.a_direct) scatter(out, c.in_shapes[0], la, p.a_order, e.size, da->data<float>(), c.ctx.threads);
-  }
-  if (Array* db = c.din[1]) {  // dB'[b] = A'[b]ᵀ·dY'[b], or its transpose when B is read transposed
-    Array abuf, dbbuf;
-    const float* pa = operand(c.in[0]->data<float>(), c.in_shapes[0], la, p.a_direct, p.a_order, e.size, abuf, c.ctx);
-    if (!p.b_direct) dbbuf = transient(shape_of(p.b_order, e.size), c.ctx);
-    float* out = p.b_direct ? db->data<float>() : dbbuf.data<float>();
-    if (tb) batched_gemm({.m = n, .n = k, .k = m, .ta = true, .tb = ta}, dyp, pa, out, batch, c.ctx.threads);
-    else batched_gemm({.m = k, .n = n, .k = m, .ta = !ta}, pa, dyp, out, batch, c.ctx.threads);
-    if (!p.b_direct) scatter(out, c.in_shapes[1], lb, p.b_order, e.size, db->data<float>(), c.ctx.threads);
-  }
-}
+ private:
+  int threads_;
+};
 
 }  // namespace
 
-void register_einsum(KernelTable& table) { table["Einsum"] = {einsum_forward, einsum_backward}; }
+void register_einsum(KernelTable& table) {
+  table["Einsum"] = {[](const OpCall& c) {
+                       CpuOps ops(c.ctx.threads);
+                       einsum_forward(c, ops);
+                     },
+                     [](const GradCall& c) {
+                       CpuOps ops(c.ctx.threads);
+                       einsum_backward(c, ops);
+                     }};
+}
 
 }  // namespace tensoropt::runtime::cpu

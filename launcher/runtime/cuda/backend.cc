@@ -56,6 +56,7 @@ CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : drive
   allocator_ = std::make_unique<DeviceAllocator>(driver_, device_);
   register_elementwise(*this, table_);
   register_linear(*this, table_);
+  register_einsum(*this, table_);
 }
 
 CudaBackend::~CudaBackend() {

@@ -87,6 +87,7 @@ class CudaBackend final : public Backend {
 // The kernel families, each registering its ops into the backend's table.
 void register_elementwise(CudaBackend& backend, KernelTable& table);  // elementwise.cc
 void register_linear(CudaBackend& backend, KernelTable& table);       // linear.cc
+void register_einsum(CudaBackend& backend, KernelTable& table);       // einsum.cc
 
 // The driver's last error text.
 std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "launcher/runtime/cuda/device/binary.h"
+#include "launcher/runtime/cuda/device/einsum.h"
 #include "launcher/runtime/cuda/device/optimizer.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
@@ -35,6 +36,7 @@ const KernelList<Exec>& family_kernels() {
   static const KernelList<Exec> list = [] {
     KernelList<Exec> out;
     optimizer_kernels(out);
+    einsum_kernels(out);
     return out;
   }();
   return list;
