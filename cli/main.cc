@@ -170,7 +170,7 @@ void add_evaluate(CLI::App& app, Evaluate& o) {
 struct Run {
   tensoropt::TrainSettings train;
   int gpus = 1;
-  std::string device = "cpu", optimizer = "adam", loss = "cross-entropy";
+  std::string device, optimizer = "adam", loss = "cross-entropy";
   int64_t batch = 0;
   std::optional<std::string> rendezvous;
   CLI::App* command = nullptr;
@@ -183,7 +183,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
       ->capture_default_str()->check(cli::integer(1));
   rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
-  rn->add_option("--device", o.device, "cpu (Eigen kernels) or cuda (one GPU per process; tensoropt devices shows the GPUs)")->capture_default_str();
+  rn->add_option("--device", o.device, "cpu (Eigen kernels) or cuda (one GPU per process; tensoropt devices shows the GPUs); default: cuda where a GPU is visible and this build has CUDA, else cpu");
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(cli::integer<int64_t>(1));
   rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(cli::integer<int64_t>(1));
   rn->add_option("--optimizer", o.optimizer, "sgd, momentum (sgd with --momentum, default 0.9), adam or adamw")->capture_default_str();
@@ -220,6 +220,7 @@ void add_devices(CLI::App& app, Devices& o) {
 int run_run(Run& o, int argc, char** argv) {
   using namespace tensoropt;
   TrainSettings& train = o.train;
+  if (o.device.empty()) o.device = runtime::default_device();
   runtime::check_device(o.device);  // an unknown device, or a bad TENSOROPT_GEMM or TENSOROPT_DENORMALS, before anything runs
   train.device = o.device;
   if (o.batch > 0) train.batch = o.batch;
@@ -231,6 +232,7 @@ int run_run(Run& o, int argc, char** argv) {
   // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
   if (std::optional<WorkerPlace> place = worker_place(o.rendezvous)) return run_worker(train, o.gpus, *place, std::cout, std::cerr);
   if (o.rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
+  runtime::check_local_gpus(o.device, o.gpus, "--gpus");
   if (o.gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), o.gpus, train, std::cout, std::cerr);
   return run_training(train, std::cout, std::cerr);
 }

@@ -1,5 +1,8 @@
 #include "launcher/runtime/backend_registry.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include "graph/error.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/cpu/denormals.h"
@@ -75,6 +78,34 @@ void check_device(std::string_view device) {
   if (device == "cuda") refuse_cuda(allowed);
 #endif
   throw InputError("--device " + std::string(device) + ": no such backend (this build trains on: " + allowed + ")");
+}
+
+std::string default_device() {
+#ifdef TENSOROPT_HAVE_CUDA
+  std::error_code ec;
+  if (!std::filesystem::exists("/dev/nvidiactl", ec)) return "cpu";
+  std::string why;
+  const TensoroptCudaModule* module = cuda::load_module(&why);
+  if (module && cuda::gpu_count(*module, &why) > 0) return "cuda";
+#endif
+  return "cpu";
+}
+
+void check_local_gpus(std::string_view device, int workers, std::string_view flag) {
+#ifdef TENSOROPT_HAVE_CUDA
+  if (device != "cuda") return;
+  std::string why;
+  const TensoroptCudaModule* module = cuda::load_module(&why);
+  if (!module) throw InputError("--device cuda: " + why);
+  const int gpus = cuda::gpu_count(*module, &why);
+  if (gpus < workers)
+    throw InputError(std::string(flag) + " " + std::to_string(workers) + " with --device cuda: one GPU per worker, and " + std::to_string(gpus) +
+                     (gpus == 1 ? " is" : " are") + " visible here (CUDA_VISIBLE_DEVICES chooses which)");
+#else
+  (void)device;
+  (void)workers;
+  (void)flag;
+#endif
 }
 
 std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOptions& options) {

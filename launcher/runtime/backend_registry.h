@@ -29,6 +29,15 @@ std::vector<std::string> backend_names();
 
 void check_device(std::string_view device);
 
+// The device `run` trains on when --device is not given: "cuda" where this build has CUDA support
+// and a GPU is visible, else "cpu". Loads the CUDA module only where the NVIDIA driver's device
+// node exists, so a machine without one pays nothing.
+std::string default_device();
+
+// InputError when `workers` processes of this machine would each need a GPU of their own and
+// fewer are visible ("cuda" only; `flag` names what asked for them).
+void check_local_gpus(std::string_view device, int workers, std::string_view flag);
+
 std::unique_ptr<Backend> make_backend(std::string_view device, const BackendOptions& options);
 
 }  // namespace tensoropt::runtime
