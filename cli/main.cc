@@ -199,7 +199,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--data", train.data, "Inputs as a NumPy .npy file [N, ...] (default: synthetic data)");
   rn->add_option("--labels", train.labels, "Labels (cross-entropy) or targets (mse) as a .npy file [N, ...]");
   rn->add_option("--frozen", train.frozen, "Freeze the parameters whose names match this glob (repeatable)");
-  rn->add_option("--cluster,-c", train.cluster, "Cluster preset or .json whose analytic model predicts the step")->capture_default_str();
+  rn->add_option("--cluster,-c", train.cluster, "Cluster preset or .json whose analytic model predicts the step (default: cpu on --device cpu, h100-sxm on cuda)");
   rn->add_option("--save", train.save, "Write the trained model to FILE.onnx and the optimizer state to FILE.onnx.optim");
   rn->add_option("--resume", train.resume, "Start from a checkpoint written by --save");
   rn->add_option("--dtype", train.dtype, "fp32, or bf16 (mixed precision: bf16 activations and gradients, fp32 master weights; default: the plan's, fp32)");
@@ -223,6 +223,7 @@ int run_run(Run& o, int argc, char** argv) {
   if (o.device.empty()) o.device = runtime::default_device();
   runtime::check_device(o.device);  // an unknown device, or a bad TENSOROPT_GEMM or TENSOROPT_DENORMALS, before anything runs
   train.device = o.device;
+  if (train.cluster.empty()) train.cluster = o.device == "cuda" ? "h100-sxm" : "cpu";
   if (o.batch > 0) train.batch = o.batch;
   train.optimizer.kind = runtime::parse_optimizer_kind(o.optimizer);
   if (o.optimizer == "momentum" && train.optimizer.momentum == 0) train.optimizer.momentum = 0.9;
