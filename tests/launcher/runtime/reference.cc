@@ -3,13 +3,19 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
 namespace tensoropt::test {
 
 const std::string& runtime_fixtures() {
-  static const std::string dir = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+  // The tree the test binary was built from, or another checkout of it (scripts/gpu-check runs the
+  // test binary on a GPU machine, in a copy of the tree at another path).
+  static const std::string dir = [] {
+    const char* other = std::getenv("TENSOROPT_SOURCE_DIR");
+    return std::string(other && *other ? other : TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+  }();
   return dir;
 }
 

@@ -13,7 +13,7 @@
 
 namespace tensoropt::test {
 
-// Where the runtime's fixtures are.
+// Where the runtime's fixtures are (under TENSOROPT_SOURCE_DIR when that variable is set).
 const std::string& runtime_fixtures();
 
 struct Reference {
