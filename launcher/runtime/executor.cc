@@ -171,7 +171,7 @@ void Executor::run_backward(const StepContext& ctx) {
         if (n.outputs[k] >= 0 && p.need_output[k]) ensure(n.outputs[k], ctx);
       }
       // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
-      Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
+      Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size(), kernels_[i]->takes_bf16);
       for (auto& d : dout) d = f32(d);
       std::vector<const Array*> in, out;
       std::vector<Shape> in_shapes;

@@ -42,7 +42,7 @@ Array float32_copy(Backend& backend, const Array& a) {
 }
 
 const Array* Float32Args::operator()(const Array* a) {
-  if (!a || a->dtype() != DType::BF16) return a;
+  if (!a || a->dtype() != DType::BF16 || pass_bf16_) return a;
   TO_CHECK(copies_.size() < copies_.capacity());
   copies_.push_back(float32_copy(backend_, *a));
   return &copies_.back();
@@ -55,7 +55,7 @@ std::vector<Array> forward_call_unchecked(Backend& backend, const OpKernel& k, c
                                           OpState& state, const StepContext& ctx, const ShardInfo* shard,
                                           std::map<int, Array>* updates) {
   // bfloat16 inputs as float32 copies; a view (aliases_input) stays a view of what it reads.
-  Float32Args converted(backend, inputs.size());
+  Float32Args converted(backend, inputs.size(), k.takes_bf16);
   std::vector<const Array*> in;
   for (const Array* a : inputs) in.push_back(k.aliases_input ? a : converted(a));
   std::vector<Array> outs(outputs.size()), computed(outputs.size());
@@ -73,7 +73,7 @@ std::vector<Array> forward_call_unchecked(Backend& backend, const OpKernel& k, c
       }
       outs[o] = in[0]->view(spec.shape);
       out.push_back(&outs[o]);
-    } else if (spec.store != spec.compute) {
+    } else if (spec.store != spec.compute && !k.takes_bf16) {
       computed[o] = Array(spec.compute, spec.shape, backend.allocator(), MemoryKind::Transients);
       out.push_back(&computed[o]);
     } else {

@@ -95,6 +95,11 @@ struct OpKernel {
   // (output, input) pairs: in training, after forward, the output's values are copied into the
   // input, a buffer (BatchNormalization's running mean and variance).
   std::vector<std::pair<int, int>> state_updates = {};
+  // Under mixed precision: the kernel reads bfloat16 inputs, saved tensors and output gradients as
+  // they are stored and writes its outputs in their storage dtype (it computes in float32 all the
+  // same: a GEMM on bfloat16 operands with float32 accumulation); input gradients stay float32.
+  // Without it the executor hands it float32 copies and rounds what it writes.
+  bool takes_bf16 = false;
 };
 
 class Backend;
@@ -118,16 +123,20 @@ struct OutputSpec {
 Array float32_copy(Backend& backend, const Array& a);
 
 // Arguments for a kernel, which computes in float32: a bfloat16 array is handed over as a float32
-// transient copy that lives as long as this object (or until clear()); any other passes as it is.
-// At most `capacity` arrays are converted, so the pointers handed out stay valid.
+// transient copy that lives as long as this object (or until clear()); any other passes as it is,
+// and so does every array for a kernel that takes bfloat16 (`pass_bf16`). At most `capacity`
+// arrays are converted, so the pointers handed out stay valid.
 class Float32Args {
  public:
-  Float32Args(Backend& backend, size_t capacity) : backend_(backend) { copies_.reserve(capacity); }
+  Float32Args(Backend& backend, size_t capacity, bool pass_bf16 = false) : backend_(backend), pass_bf16_(pass_bf16) {
+    copies_.reserve(capacity);
+  }
   const Array* operator()(const Array* a);
   void clear() { copies_.clear(); }
 
  private:
   Backend& backend_;
+  bool pass_bf16_;
   std::vector<Array> copies_;
 };
 

@@ -361,7 +361,7 @@ void ShardedExecutor::run_backward(size_t i, std::vector<const Array*> dout, con
   const NodeSchedule& p = plan_.nodes[i];
   if (p.recompute && !rerun_[i]) rerun(i, ctx);
   // Kernels read float32: bfloat16 saved tensors and gradients are handed over as copies.
-  Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size());
+  Float32Args f32(backend_, n.inputs.size() + 2 * n.outputs.size(), kernels_[i]->takes_bf16);
   for (auto& d : dout) d = f32(d);
   std::vector<const Array*> in, out;
   std::vector<Shape> in_shapes;

@@ -125,7 +125,7 @@ std::string DeviceExec::describe() {
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's first operand is our
 // B, its second our A, and the result's layout is n x m with leading dimension n.
 int DeviceExec::plan_gemm(const TensoroptGemm& g, GemmPlan* plan) {
-  const GemmKey key{g.batch, g.m, g.n, g.k, g.trans_a, g.trans_b, g.stride_a, g.stride_b, g.stride_c};
+  const GemmKey key{g.batch, g.m, g.n, g.k, g.trans_a, g.trans_b, g.stride_a, g.stride_b, g.stride_c, g.dtype_ab, g.dtype_c};
   if (auto it = plans_.find(key); it != plans_.end()) {
     *plan = it->second;
     return TO_CUDA_OK;
@@ -136,8 +136,11 @@ int DeviceExec::plan_gemm(const TensoroptGemm& g, GemmPlan* plan) {
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &first, sizeof first);
   cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &second, sizeof second);
   // Stored shapes, column-major: our B is [k][n] (n x k col-major) or, transposed, [n][k] (k x n).
-  auto layout = [&](cublasLtMatrixLayout_t* l, int64_t rows, int64_t cols, int64_t stride) -> int {
-    if (int s = check_lt(cublasLtMatrixLayoutCreate(l, CUDA_R_32F, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows),
+  if ((g.dtype_ab != TO_DTYPE_F32 && g.dtype_ab != TO_DTYPE_BF16) || (g.dtype_c != TO_DTYPE_F32 && g.dtype_c != TO_DTYPE_BF16))
+    return fail("gemm: float32 or bfloat16 operands only");
+  const cudaDataType_t ab = g.dtype_ab == TO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F, cd = g.dtype_c == TO_DTYPE_BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  auto layout = [&](cublasLtMatrixLayout_t* l, cudaDataType_t type, int64_t rows, int64_t cols, int64_t stride) -> int {
+    if (int s = check_lt(cublasLtMatrixLayoutCreate(l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows),
                          "cublasLtMatrixLayoutCreate"))
       return s;
     const int batch = static_cast<int>(g.batch);
@@ -145,9 +148,9 @@ int DeviceExec::plan_gemm(const TensoroptGemm& g, GemmPlan* plan) {
     cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride);
     return TO_CUDA_OK;
   };
-  if (int s = g.trans_b ? layout(&p.a, g.k, g.n, g.stride_b) : layout(&p.a, g.n, g.k, g.stride_b)) return s;
-  if (int s = g.trans_a ? layout(&p.b, g.m, g.k, g.stride_a) : layout(&p.b, g.k, g.m, g.stride_a)) return s;
-  if (int s = layout(&p.c, g.n, g.m, g.stride_c)) return s;
+  if (int s = g.trans_b ? layout(&p.a, ab, g.k, g.n, g.stride_b) : layout(&p.a, ab, g.n, g.k, g.stride_b)) return s;
+  if (int s = g.trans_a ? layout(&p.b, ab, g.m, g.k, g.stride_a) : layout(&p.b, ab, g.k, g.m, g.stride_a)) return s;
+  if (int s = layout(&p.c, cd, g.n, g.m, g.stride_c)) return s;
   cublasLtMatmulPreference_t pref = nullptr;
   if (int s = check_lt(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate")) return s;
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes_, sizeof workspace_bytes_);
@@ -157,7 +160,7 @@ int DeviceExec::plan_gemm(const TensoroptGemm& g, GemmPlan* plan) {
   cublasLtMatmulPreferenceDestroy(pref);
   if (hs != CUBLAS_STATUS_SUCCESS || returned == 0)
     return fail("cuBLASLt has no algorithm for a " + std::to_string(g.m) + "x" + std::to_string(g.k) + "x" + std::to_string(g.n) +
-                " float32 GEMM (batch " + std::to_string(g.batch) + ")");
+                (g.dtype_ab == TO_DTYPE_BF16 ? " bfloat16" : " float32") + " GEMM (batch " + std::to_string(g.batch) + ")");
   p.algo = found.algo;
   plans_[key] = p;
   *plan = p;
@@ -169,10 +172,19 @@ int DeviceExec::gemm(const TensoroptGemm& g) {
   if (g.k == 0) {
     // No products: C = beta C.
     const int64_t n = g.batch * g.m * g.n;
-    float* c = g.c;
+    void* c = g.c;
     const float beta = g.beta;
+    const int dtype = g.dtype_c;
     if (g.stride_c != g.m * g.n) return fail("gemm: k = 0 with a strided C");
-    return each(n, [=] TO_HD_LAMBDA(int64_t i) { c[i] = beta == 0.0f ? 0.0f : beta * c[i]; });
+    return each(n, [=] TO_HD_LAMBDA(int64_t i) {
+      if (dtype == TO_DTYPE_BF16) {
+        uint16_t* h = static_cast<uint16_t*>(c);
+        h[i] = to_bf16(beta == 0.0f ? 0.0f : beta * from_bf16(h[i]));
+      } else {
+        float* f = static_cast<float*>(c);
+        f[i] = beta == 0.0f ? 0.0f : beta * f[i];
+      }
+    });
   }
   GemmPlan p;
   if (int s = plan_gemm(g, &p)) return s;

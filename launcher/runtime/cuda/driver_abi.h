@@ -80,17 +80,19 @@ struct TensoroptSumTo {
   struct TensoroptBroadcast shape;  // shape = src's; a_stride = dst's strides; b_stride unused
 };
 
-// Row-major C[batch][m][n] = alpha * op(A)[batch][m][k] * op(B)[batch][k][n] + beta * C, float32
-// with float32 accumulation (no TF32). A is [m][k] (or [k][m] when trans_a), B [k][n] (or [n][k]
-// when trans_b). A batch stride of 0 repeats that operand.
+// Row-major C[batch][m][n] = alpha * op(A)[batch][m][k] * op(B)[batch][k][n] + beta * C with
+// float32 accumulation (no TF32). A is [m][k] (or [k][m] when trans_a), B [k][n] (or [n][k] when
+// trans_b). A batch stride (in elements) of 0 repeats that operand. Element types: A and B both
+// float32 or both bfloat16 (TO_DTYPE_*), C float32 or bfloat16.
 struct TensoroptGemm {
   int64_t batch, m, n, k;
   int trans_a, trans_b;
-  const float* a;
-  const float* b;
-  float* c;
+  const void* a;
+  const void* b;
+  void* c;
   int64_t stride_a, stride_b, stride_c;
   float alpha, beta;
+  int dtype_ab, dtype_c;
 };
 
 struct TensoroptAdam {

@@ -44,6 +44,8 @@ class CudaOps final : public einsum::Ops {
     g.a = a;
     g.b = b;
     g.c = c;
+    g.dtype_ab = TO_DTYPE_F32;
+    g.dtype_c = TO_DTYPE_F32;
     g.stride_a = d.m * d.k;
     g.stride_b = d.k * d.n;
     g.stride_c = d.m * d.n;

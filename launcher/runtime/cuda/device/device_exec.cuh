@@ -87,7 +87,7 @@ class DeviceExec {
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
   };
-  using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t>;
+  using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
   int plan_gemm(const TensoroptGemm& g, GemmPlan* plan);
   int check_lt(cublasStatus_t s, const char* what);
 

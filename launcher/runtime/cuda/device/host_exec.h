@@ -66,20 +66,24 @@ struct HostExec {
   void* stream() { return nullptr; }
   std::string describe() { return "name: host emulation of the CUDA kernels\n"; }
   int gemm(const TensoroptGemm& g) {
+    const auto element = [](const void* p, int dtype, int64_t i) {
+      return dtype == TO_DTYPE_BF16 ? from_bf16(static_cast<const uint16_t*>(p)[i]) : static_cast<const float*>(p)[i];
+    };
     for (int64_t p = 0; p < g.batch; ++p) {
-      const float* a = g.a + p * g.stride_a;
-      const float* b = g.b + p * g.stride_b;
-      float* c = g.c + p * g.stride_c;
+      const int64_t a0 = p * g.stride_a, b0 = p * g.stride_b, c0 = p * g.stride_c;
       for (int64_t i = 0; i < g.m; ++i) {
         for (int64_t j = 0; j < g.n; ++j) {
           double s = 0;
           for (int64_t l = 0; l < g.k; ++l) {
-            const float av = g.trans_a ? a[l * g.m + i] : a[i * g.k + l];
-            const float bv = g.trans_b ? b[j * g.k + l] : b[l * g.n + j];
+            const float av = element(g.a, g.dtype_ab, a0 + (g.trans_a ? l * g.m + i : i * g.k + l));
+            const float bv = element(g.b, g.dtype_ab, b0 + (g.trans_b ? j * g.k + l : l * g.n + j));
             s += static_cast<double>(av) * bv;
           }
-          const double prior = g.beta != 0 ? static_cast<double>(g.beta) * c[i * g.n + j] : 0.0;
-          c[i * g.n + j] = static_cast<float>(g.alpha * s + prior);
+          const int64_t at = c0 + i * g.n + j;
+          const double prior = g.beta != 0 ? static_cast<double>(g.beta) * element(g.c, g.dtype_c, at) : 0.0;
+          const auto v = static_cast<float>(g.alpha * s + prior);
+          if (g.dtype_c == TO_DTYPE_BF16) static_cast<uint16_t*>(g.c)[at] = to_bf16(v);
+          else static_cast<float*>(g.c)[at] = v;
         }
       }
     }
