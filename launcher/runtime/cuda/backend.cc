@@ -57,6 +57,7 @@ CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : drive
   register_elementwise(*this, table_);
   register_linear(*this, table_);
   register_einsum(*this, table_);
+  register_norm(*this, table_);
 }
 
 CudaBackend::~CudaBackend() {

@@ -88,6 +88,7 @@ class CudaBackend final : public Backend {
 void register_elementwise(CudaBackend& backend, KernelTable& table);  // elementwise.cc
 void register_linear(CudaBackend& backend, KernelTable& table);       // linear.cc
 void register_einsum(CudaBackend& backend, KernelTable& table);       // einsum.cc
+void register_norm(CudaBackend& backend, KernelTable& table);         // norm.cc
 
 // The driver's last error text.
 std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device);

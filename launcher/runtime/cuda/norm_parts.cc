@@ -1,6 +1,5 @@
 #include "launcher/runtime/cuda/norm_parts.h"
 
-#include <cstring>
 #include <string>
 
 namespace tensoropt::runtime::cuda {

@@ -158,7 +158,7 @@ Comparison compare_backends(const KernelCase& c, Backend& reference, Backend& te
 
 std::vector<KernelCase> all_kernel_cases() {
   std::vector<KernelCase> all;
-  for (auto family : {elementwise_cases, linear_cases, pool_cases, norm_cases, movement_cases, resample_cases, shape_cases}) {
+  for (auto family : {elementwise_cases, linear_cases, pool_cases, norm_cases, movement_cases, resample_cases, shape_cases, norm_large_cases}) {
     for (KernelCase& c : family()) all.push_back(std::move(c));
   }
   return all;

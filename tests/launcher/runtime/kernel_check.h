@@ -42,5 +42,6 @@ std::vector<KernelCase> norm_cases();
 std::vector<KernelCase> movement_cases();
 std::vector<KernelCase> resample_cases();
 std::vector<KernelCase> shape_cases();
+std::vector<KernelCase> norm_large_cases();  // cuda_norm_cases.cc: compared between backends only
 
 }  // namespace tensoropt::test

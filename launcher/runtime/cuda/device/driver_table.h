@@ -13,6 +13,7 @@
 
 #include "launcher/runtime/cuda/device/binary.h"
 #include "launcher/runtime/cuda/device/einsum.h"
+#include "launcher/runtime/cuda/device/norm.h"
 #include "launcher/runtime/cuda/device/optimizer.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
@@ -37,6 +38,7 @@ const KernelList<Exec>& family_kernels() {
     KernelList<Exec> out;
     optimizer_kernels(out);
     einsum_kernels(out);
+    norm_kernels(out);
     return out;
   }();
   return list;
