@@ -55,6 +55,9 @@ CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : drive
   allocator_ = std::make_unique<DeviceAllocator>(driver_, device_);
   register_elementwise(*this, table_);
   register_linear(*this, table_);
+  register_movement(*this, table_);
+  register_resample(*this, table_);
+  register_shape(*this, table_);
 }
 
 CudaBackend::~CudaBackend() {

@@ -97,6 +97,9 @@ class CudaBackend final : public Backend {
 // The kernel families, each registering its ops into the backend's table.
 void register_elementwise(CudaBackend& backend, KernelTable& table);  // elementwise.cc
 void register_linear(CudaBackend& backend, KernelTable& table);       // linear.cc
+void register_movement(CudaBackend& backend, KernelTable& table);     // movement*.cc: Reshape ... Trilu, Slice, Pad, Gather ... OneHot
+void register_resample(CudaBackend& backend, KernelTable& table);     // resample.cc: Resize, Upsample, DepthToSpace, SpaceToDepth
+void register_shape(CudaBackend& backend, KernelTable& table);        // shape.cc: ConstantOfShape, Range
 
 // The driver's last error text.
 std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device);
