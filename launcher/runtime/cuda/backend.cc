@@ -58,6 +58,9 @@ CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : drive
   register_linear(*this, table_);
   register_einsum(*this, table_);
   register_norm(*this, table_);
+  register_movement(*this, table_);
+  register_resample(*this, table_);
+  register_shape(*this, table_);
 }
 
 CudaBackend::~CudaBackend() {

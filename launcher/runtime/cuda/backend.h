@@ -89,6 +89,9 @@ void register_elementwise(CudaBackend& backend, KernelTable& table);  // element
 void register_linear(CudaBackend& backend, KernelTable& table);       // linear.cc
 void register_einsum(CudaBackend& backend, KernelTable& table);       // einsum.cc
 void register_norm(CudaBackend& backend, KernelTable& table);         // norm.cc
+void register_movement(CudaBackend& backend, KernelTable& table);     // movement*.cc: Reshape ... Trilu, Slice, Pad, Gather ... OneHot
+void register_resample(CudaBackend& backend, KernelTable& table);     // resample.cc: Resize, Upsample, DepthToSpace, SpaceToDepth
+void register_shape(CudaBackend& backend, KernelTable& table);        // shape.cc: ConstantOfShape, Range
 
 // The driver's last error text.
 std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device);

@@ -15,6 +15,7 @@
 #include "launcher/runtime/cuda/device/einsum.h"
 #include "launcher/runtime/cuda/device/norm.h"
 #include "launcher/runtime/cuda/device/optimizer.h"
+#include "launcher/runtime/cuda/device/movement.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
 #include "launcher/runtime/cuda/device/unary.h"
@@ -39,6 +40,7 @@ const KernelList<Exec>& family_kernels() {
     optimizer_kernels(out);
     einsum_kernels(out);
     norm_kernels(out);
+    movement_kernels(out);
     return out;
   }();
   return list;

@@ -1,0 +1,91 @@
+// What the CUDA data-movement, resampling and shape kernels share (movement*.cc, resample.cc,
+// shape.cc), host side: their operands, the index maps the host builds, and the two launches that
+// carry most of them (device/movement.h): a gather through per-axis maps (any dtype) and its
+// transpose, a deterministic segmented sum (float32).
+//
+// Host and device: the integer operands that decide shapes and maps (Slice's starts, Pad's pads,
+// Split's sizes, Resize's scales, the indices of Gather, GatherElements and ScatterND) are
+// downloaded (a wait on the stream) and the maps and lists uploaded (another); the data itself never
+// leaves the device. Index lists the host builds are in index order, so every gradient sums in the
+// CPU kernels' order and is deterministic. Refusals (kernel_error) name the node: a gather of more
+// than TO_MAX_RANK axes after merging, an index out of range.
+//
+// Shapes legend: r = rank, N = output elements, [outer, rows, width] for a segmented sum.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "launcher/runtime/cuda/backend.h"
+#include "launcher/runtime/cuda/shapes.h"
+
+namespace tensoropt::runtime::cuda {
+
+void register_movement_slice(CudaBackend& be, KernelTable& table);   // movement_slice.cc: Slice, Pad
+void register_movement_gather(CudaBackend& be, KernelTable& table);  // movement_gather.cc: Gather ... OneHot
+
+// An integer operand's values (int64 or int32), downloaded; empty for nullptr or no elements.
+std::vector<int64_t> host_ints(CudaBackend& be, const Array* a);
+// A float operand's values (float32 or float64), downloaded.
+std::vector<double> host_reals(CudaBackend& be, const Array* a);
+// `v` as a transient device array (at least one element, so an empty list still has an address).
+Array device_ints(CudaBackend& be, const StepContext& ctx, const std::vector<int64_t>& v);
+
+// One output axis of a gather (device/movement.h, move_gather_axes): the source index of output
+// position i is table[i] when `table` is given (-1: outside, the fill element), else i % mod when
+// mod > 0, else i; it advances the source by `stride` elements.
+struct GatherAxis {
+  int64_t out = 1, stride = 0, mod = 0;
+  bool tabled = false;
+  std::vector<int64_t> table;
+
+  static GatherAxis plain(int64_t out, int64_t stride, int64_t mod = 0) { return {out, stride, mod, false, {}}; }
+  static GatherAxis indexed(std::vector<int64_t> table, int64_t stride) {
+    const auto out = static_cast<int64_t>(table.size());
+    return {out, stride, 0, true, std::move(table)};
+  }
+};
+
+// dst (N = the product of the axes' sizes elements of esize bytes) gathered from src. Size-1 axes
+// without a table are dropped and neighbouring plain axes merged first; kernel_error when more
+// than TO_MAX_RANK remain. The fill element: fill_src (a device element) when non-null, else the
+// low bytes of fill_bits.
+void gather(CudaBackend& be, const StepContext& ctx, const Node& node, std::vector<GatherAxis> axes, const void* src,
+            void* dst, int64_t esize, uint64_t fill_bits = 0, const void* fill_src = nullptr);
+
+// Per-axis index maps as cpu/movement_copy.h's: output element (i_0, .., i_r-1) is source element
+// (map[0][i_0], ..); -1 is outside the source.
+struct AxisMaps {
+  Shape src;
+  std::vector<std::vector<int64_t>> map;
+  Shape out() const;
+};
+
+// dst (shape m.out()) = src gathered through m, any dtype.
+void gather_maps(CudaBackend& be, const StepContext& ctx, const Node& node, const AxisMaps& m, const Array& src, Array& dst,
+                 uint64_t fill_bits = 0, const void* fill_src = nullptr);
+// The transpose for a float32 gradient: dsrc (shape m.src, overwritten) = dout (shape m.out())
+// summed over the positions that read each source element; one segmented sum per axis whose map is
+// not the identity (a copy when none), through transient intermediates.
+void scatter_maps(CudaBackend& be, const StepContext& ctx, const Node& node, const AxisMaps& m, const Array& dout, Array& dsrc);
+
+// dst = src (shape src_shape) with its axes permuted: dst axis j is src axis perm[j]. Any dtype.
+void permute(CudaBackend& be, const StepContext& ctx, const Node& node, const Array& src, const Shape& src_shape,
+             const std::vector<int64_t>& perm, Array& dst);
+
+// A segmented sum's entries: entry e adds weight[e] (1 when `weight` is empty) times source row
+// src_row[e] into destination row target[e] (skipped when -1), entries of a row in index order.
+struct Segments {
+  std::vector<int64_t> src_row, target;
+  std::vector<float> weight;
+};
+// dst [outer, rows, width] (every element written) from src [outer, items, width], float32.
+void segment_sum(CudaBackend& be, const StepContext& ctx, const Segments& s, const float* src, float* dst, int64_t outer,
+                 int64_t rows, int64_t items, int64_t width, std::string_view what);
+
+// dst = src, byte for byte (same bytes).
+void copy_all(CudaBackend& be, const Array& src, Array& dst, std::string_view what);
+
+}  // namespace tensoropt::runtime::cuda
