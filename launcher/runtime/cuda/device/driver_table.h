@@ -12,6 +12,7 @@
 #include <string>
 
 #include "launcher/runtime/cuda/device/binary.h"
+#include "launcher/runtime/cuda/device/elementwise_more.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
 #include "launcher/runtime/cuda/device/unary.h"
@@ -33,6 +34,7 @@ template <class Exec>
 const KernelList<Exec>& family_kernels() {
   static const KernelList<Exec> list = [] {
     KernelList<Exec> out;
+    elementwise_kernels(out);
     return out;
   }();
   return list;
