@@ -77,7 +77,8 @@ struct Operand {
 
 // The forward of `node` on `backend` with these operands, writing one output of `out_dtype` and
 // `out_shape`: its bytes.
-std::vector<char> forward(Backend& backend, const Node& node, const std::vector<Operand>& operands, DType out_dtype, const Shape& out_shape) {
+std::vector<char> forward(Backend& backend, const Node& node, const std::vector<Operand>& operands, DType out_dtype,
+                          const Shape& out_shape) {
   std::vector<Array> arrays;
   for (const Operand& o : operands) {
     Array a(o.dtype, o.shape, backend.allocator(), MemoryKind::Inputs);
@@ -141,7 +142,9 @@ TEST_CASE("cuda emulated: arithmetic, comparisons, Clip and Where of float64 and
     b.check(node_of("Max"), {{t, {2, 8}}, {t, {8}, 3}, {t, {2, 1}, 9}}, t, {2, 8});
     b.check(node_of("Clip"), {{t, {16}}, {t, {}, 5}, {t, {}, 3}}, t, {16});
     b.check(node_of("Clip"), {{t, {16}}}, t, {16});
-    for (DType v : {DType::U8, DType::BF16, DType::F32, DType::F64}) b.check(node_of("Where"), {{DType::Bool, {4, 1}}, {v, {4}}, {v, {4, 4}, 2}}, v, {4, 4});
+    for (DType v : {DType::U8, DType::BF16, DType::F32, DType::F64}) {
+      b.check(node_of("Where"), {{DType::Bool, {4, 1}}, {v, {4}}, {v, {4, 4}, 2}}, v, {4, 4});
+    }
   }
   // Division and Mod without zero divisors (kInts from 1 on), with the divisor's and the
   // dividend's sign; Mean and float Mod (fmod) of float64.

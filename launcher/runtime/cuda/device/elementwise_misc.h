@@ -129,7 +129,8 @@ struct EwCastArgs {
 
 template <class Exec>
 int ew_cast(Exec& ex, const EwCastArgs& g) {
-  if (!ew_castable(g.from) || !ew_castable(g.to)) return ex.fail("ew_cast: dtype " + std::to_string(g.from) + " -> " + std::to_string(g.to));
+  if (!ew_castable(g.from) || !ew_castable(g.to))
+    return ex.fail("ew_cast: dtype " + std::to_string(g.from) + " -> " + std::to_string(g.to));
   if (g.round != EW_ROUND_NONE && g.to != TO_DTYPE_F32) return ex.fail("ew_cast: rounding writes float32");
   const EwCastArgs c = g;
   return ex.each(c.n, [=] TO_HD_LAMBDA(int64_t i) {
