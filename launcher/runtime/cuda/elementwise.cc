@@ -1,15 +1,16 @@
-// CUDA kernels of graph/ops/elementwise.cc, host side: which driver kernel (device/unary.h,
-// device/binary.h) runs each op, with what attributes and broadcast strides. float32 operands;
-// any other dtype is refused naming the node (kernel_error), never run wrongly.
-// Unary: the ops of device/unary.h, forward and backward (the backward reads x or y as the
-// catalogue saves it). Binary: Add, Sub, Mul, Div, Pow, and Min and Max of two inputs; a gradient
-// of a broadcast operand is its per-element term summed back to the operand's shape (sum_to).
+// CUDA kernels of graph/ops/elementwise.cc, host side: which kernel runs each op, with what
+// attributes and broadcast strides; other dtypes and attribute values than the CPU kernels take
+// are refused naming the node (kernel_error), never run wrongly. This file: the unary ops of
+// device/unary.h (float32, forward and backward, the backward reading x or y as the catalogue
+// saves it; Relu, Neg, Abs, Sign, Floor, Ceil and Round also int64 and int32, forward only) and
+// Add, Sub, Mul, Div, Pow (float32 on binary.h, with gradients: each operand's per-element term
+// summed back to its shape; float64, int64 and int32 forward on ew_binary). The rest of the
+// family: elementwise_parts.h.
 #include <string>
 #include <vector>
 
-#include "launcher/runtime/cuda/backend.h"
 #include "launcher/runtime/cuda/device/unary.h"
-#include "launcher/runtime/cuda/shapes.h"
+#include "launcher/runtime/cuda/elementwise_parts.h"
 
 namespace tensoropt::runtime::cuda {
 namespace {
@@ -86,7 +87,16 @@ int unary_code(const UnaryOp& op, const Node& n) {
   return TO_UNARY_GELU;
 }
 
+bool has_integer_form(int code) {
+  return code == TO_UNARY_RELU || code == TO_UNARY_NEG || code == TO_UNARY_ABS || no_gradient(code);
+}
+
 void unary_forward(CudaBackend& be, const UnaryOp& op, const OpCall& c) {
+  const DType t = c.in[0]->dtype();
+  if (has_integer_form(op.code) && (t == DType::I64 || t == DType::I32)) {
+    cuda_kernels::EwUnaryIntArgs args{op.code, dtype_code(t), c.in[0]->raw(), c.out[0]->raw(), c.out[0]->numel()};
+    return be.launch("ew_unary_int", args, c.node.op_type);
+  }
   require_f32(c.node, *c.in[0], "the input");
   float a = 0, b = 0;
   if (op.attrs) op.attrs(c.node, &a, &b);
@@ -109,52 +119,65 @@ void unary_backward(CudaBackend& be, const UnaryOp& op, const GradCall& c) {
 
 struct BinaryOp {
   const char* type;
-  int code;
+  int code;     // TO_BINARY_*, for float32
+  int ew_code;  // cuda_kernels::EW_*, for the other dtypes
 };
-const BinaryOp kBinary[] = {{"Add", TO_BINARY_ADD}, {"Sub", TO_BINARY_SUB}, {"Mul", TO_BINARY_MUL}, {"Div", TO_BINARY_DIV},
-                            {"Pow", TO_BINARY_POW}, {"Min", TO_BINARY_MIN}, {"Max", TO_BINARY_MAX}};
+const BinaryOp kBinary[] = {{"Add", TO_BINARY_ADD, cuda_kernels::EW_ADD},
+                            {"Sub", TO_BINARY_SUB, cuda_kernels::EW_SUB},
+                            {"Mul", TO_BINARY_MUL, cuda_kernels::EW_MUL},
+                            {"Div", TO_BINARY_DIV, cuda_kernels::EW_DIV},
+                            {"Pow", TO_BINARY_POW, cuda_kernels::EW_POW}};
+
+// Pow's exponent in the base's dtype, as the CPU converts it (a transient when it differs).
+Array exponent_as_base(CudaBackend& be, const Node& node, const Array& base, const Array& exponent, const StepContext& ctx) {
+  if (exponent.dtype() == base.dtype()) return exponent;
+  Array e(base.dtype(), exponent.shape(), *ctx.allocator, MemoryKind::Transients);
+  cast_array(be, node, exponent, e);
+  return e;
+}
 
 void binary_forward(CudaBackend& be, const BinaryOp& op, const OpCall& c) {
-  if (c.in.size() != 2) kernel_error(c.node, "the CUDA kernel takes exactly two inputs");
-  require_f32(c.node, *c.in[0], "the first input");
-  require_f32(c.node, *c.in[1], "the second input");
+  if (c.in.size() != 2) kernel_error(c.node, "takes exactly two inputs");
+  const Array& a = *c.in[0];
+  Array b = *c.in[1];
+  if (op.code == TO_BINARY_POW) b = exponent_as_base(be, c.node, a, b, c.ctx);
+  if (a.dtype() != b.dtype()) kernel_error(c.node, "the two inputs have different dtypes");
+  if (a.dtype() != DType::F32) return typed_binary(be, c.node, c.ctx, op.ew_code, a, &b, 0, *c.out[0]);
   TensoroptBinary args{};
   args.op = op.code;
-  args.a = c.in[0]->data<float>();
-  args.b = c.in[1]->data<float>();
+  args.a = a.data<float>();
+  args.b = b.data<float>();
   args.out = c.out[0]->data<float>();
-  args.shape = broadcast_of(c.node, c.out[0]->shape(), c.in[0]->shape(), c.in[1]->shape());
+  args.shape = broadcast_of(c.node, c.out[0]->shape(), a.shape(), b.shape());
   be.check(be.driver().binary(be.device(), &args), c.node.op_type);
 }
 
-void binary_backward(CudaBackend& be, const BinaryOp& op, const GradCall& c) {
+}  // namespace
+
+void binary_backward_f32(CudaBackend& be, int code, const GradCall& c) {
   require_f32(c.node, *c.dout[0], "the output gradient");
   const Shape& out = c.dout[0]->shape();
+  Array exponent;
   TensoroptBinary args{};
-  args.op = op.code;
+  args.op = code;
   args.a = c.in[0] ? c.in[0]->data<float>() : nullptr;
-  args.b = c.in.size() > 1 && c.in[1] ? c.in[1]->data<float>() : nullptr;
+  if (c.in.size() > 1 && c.in[1]) {
+    if (code == TO_BINARY_POW) {
+      require_f32(c.node, *c.in[0], "the base");
+      exponent = exponent_as_base(be, c.node, *c.in[0], *c.in[1], c.ctx);
+    } else {
+      exponent = *c.in[1];
+    }
+    args.b = exponent.data<float>();
+  }
   args.dout = c.dout[0]->data<float>();
   args.shape = broadcast_of(c.node, out, c.in_shapes[0], c.in_shapes[1]);
-  // A gradient of an operand broadcast along some axis is first written output-shaped.
-  std::vector<Array> full(2);
-  for (int k = 0; k < 2; ++k) {
-    Array* d = c.din[static_cast<size_t>(k)];
-    if (!d) continue;
-    if (c.in_shapes[static_cast<size_t>(k)] == out) {
-      (k ? args.db_full : args.da_full) = d->data<float>();
-    } else {
-      full[static_cast<size_t>(k)] = Array(DType::F32, out, *c.ctx.allocator, MemoryKind::Transients);
-      (k ? args.db_full : args.da_full) = full[static_cast<size_t>(k)].data<float>();
-    }
-  }
+  GradientTerms terms(c, out);
+  args.da_full = terms.target(0);
+  args.db_full = terms.target(1);
   be.check(be.driver().binary_backward(be.device(), &args), c.node.op_type);
-  for (int k = 0; k < 2; ++k) {
-    if (full[static_cast<size_t>(k)].defined()) sum_onto(be, c.node, full[static_cast<size_t>(k)], *c.din[static_cast<size_t>(k)]);
-  }
+  terms.finish(be);
 }
-
-}  // namespace
 
 void register_elementwise(CudaBackend& be, KernelTable& table) {
   for (const UnaryOp& op : kUnary) {
@@ -164,8 +187,11 @@ void register_elementwise(CudaBackend& be, KernelTable& table) {
   }
   for (const BinaryOp& op : kBinary) {
     table[op.type] = {[&be, &op](const OpCall& c) { binary_forward(be, op, c); },
-                      [&be, &op](const GradCall& c) { binary_backward(be, op, c); }};
+                      [&be, &op](const GradCall& c) { binary_backward_f32(be, op.code, c); }};
   }
+  register_elementwise_arith(be, table);
+  register_elementwise_logic(be, table);
+  register_elementwise_misc(be, table);
 }
 
 }  // namespace tensoropt::runtime::cuda

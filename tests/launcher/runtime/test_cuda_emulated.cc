@@ -194,12 +194,12 @@ TEST_CASE("cuda emulated: the runtime fixtures train as PyTorch does, three step
 // the CPU ones read float32 copies of them: the same values, summed in another order, so the
 // losses agree to bfloat16's rounding of the outputs (relative 2e-3 over three steps).
 TEST_CASE("cuda emulated: bf16 mixed precision trains the fixtures as the CPU backend does") {
-  runtime::cuda::CudaBackend cuda(emulated_cuda_driver(), 0);
   std::string missing;
-  const std::vector<std::string> names = fixtures_with_kernels(cuda, &missing);
+  const std::vector<std::string> names = fixtures_with_kernels(runtime::cuda::CudaBackend(emulated_cuda_driver(), 0), &missing);
   REQUIRE(!names.empty());
   for (const std::string& name : names) {
     CAPTURE(name);
+    runtime::cuda::CudaBackend cuda(emulated_cuda_driver(), 0);  // a fresh ledger per fixture, as the CPU session's
     Session gpu(name, "adam", {}, true, &cuda), cpu(name, "adam", {}, true);
     for (int step = 0; step < 3; ++step) {
       const double a = gpu.step(), b = cpu.step();

@@ -16,6 +16,7 @@
 #include "launcher/runtime/cuda/device/norm.h"
 #include "launcher/runtime/cuda/device/optimizer.h"
 #include "launcher/runtime/cuda/device/movement.h"
+#include "launcher/runtime/cuda/device/elementwise_more.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
 #include "launcher/runtime/cuda/device/unary.h"
@@ -41,6 +42,7 @@ const KernelList<Exec>& family_kernels() {
     einsum_kernels(out);
     norm_kernels(out);
     movement_kernels(out);
+    elementwise_kernels(out);
     return out;
   }();
   return list;
