@@ -30,7 +30,7 @@ int gpu_count(char* why, size_t size) {
 
 const TensoroptCudaDriver* driver() { return tensoropt::cuda::driver_table(); }
 
-const TensoroptCudaModule kModule = {TENSOROPT_CUDA_ABI_VERSION, TENSOROPT_CUDA_ABI_HASH, describe, gpu_count, driver};
+const TensoroptCudaModule kModule = {TENSOROPT_CUDA_ABI_VERSION, TENSOROPT_CUDA_ABI_HASH, describe, gpu_count, driver, tensoropt_nccl_api};
 
 }  // namespace
 

@@ -7,7 +7,7 @@
 // The contract is C, so that the loader and the module need agree on nothing but this header:
 // the module exports one function, `tensoropt_cuda_module`, which returns a table of functions
 // that lives as long as the process. `abi_version` is TENSOROPT_CUDA_ABI_VERSION and `abi_hash`
-// TENSOROPT_CUDA_ABI_HASH of the module's build (a hash of this header and driver_abi.h that the
+// TENSOROPT_CUDA_ABI_HASH of the module's build (a hash of this header, driver_abi.h and nccl_abi.h that the
 // build computes); the loader refuses any other (a module left over from another tensoropt build).
 // Strings cross as caller-owned buffers: a function writes at most `size` bytes including the
 // terminating NUL; `describe` returns the length of its whole text, so a caller can retry with a
@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 
+#include "launcher/comm/nccl/nccl_abi.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
 #define TENSOROPT_CUDA_ABI_VERSION 2
@@ -36,6 +37,8 @@ struct TensoroptCudaModule {
   int (*gpu_count)(char* why, size_t size);
   // The device operations of the CUDA backend (driver_abi.h).
   const struct TensoroptCudaDriver* (*driver)(void);
+  // NCCL and the CUDA runtime calls of the NCCL communicator (launcher/comm/nccl/nccl_abi.h).
+  const struct TensoroptNcclApi* (*nccl)(void);
 };
 
 typedef const struct TensoroptCudaModule* (*TensoroptCudaModuleEntry)(void);
