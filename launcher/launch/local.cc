@@ -145,6 +145,9 @@ int wait_for_workers(const std::vector<pid_t>& pids, std::ostream& err) {
   std::chrono::steady_clock::time_point stopping{};
   bool stop_sent = false;
   while (left > 0) {
+    // Of the workers found ended in one sweep, a killed one is the cause and a peer that failed in a
+    // collective with it the consequence: the killed one is named.
+    const bool first_failure = failed_rank < 0;
     for (size_t r = 0; r < pids.size(); ++r) {
       if (done[r]) continue;
       int status = 0;
@@ -152,7 +155,8 @@ int wait_for_workers(const std::vector<pid_t>& pids, std::ostream& err) {
       done[r] = true;
       --left;
       const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-      if (!ok && failed_rank < 0 && !stop_sent) {
+      const bool cause = failed_rank < 0 || (first_failure && WIFSIGNALED(status) && !WIFSIGNALED(failed_status));
+      if (!ok && cause && !stop_sent) {
         failed_rank = static_cast<int>(r);
         failed_status = status;
       }

@@ -13,6 +13,10 @@
 #include "graph/import.h"
 #include "launcher/comm/gloo_communicator.h"
 #include "launcher/comm/timed_communicator.h"
+#include "launcher/runtime/cuda/backend.h"
+#ifdef TENSOROPT_HAVE_CUDA
+#include "launcher/runtime/cuda/nccl_loader.h"
+#endif
 #include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
@@ -104,14 +108,18 @@ void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrate
 
 namespace {
 
-// This worker's place in the group: the communicator, every collective through the clock so the
-// time a step spends blocked in them is reported.
+// This worker's place in the group. Gloo carries what lives on the host (the closing figures); on
+// a GPU the collectives of the model's tensors go over NCCL, ordered after the backend's compute
+// stream. Those collectives go through the clock, so the time a step spends blocked in them is
+// reported.
 struct Group {
   std::unique_ptr<comm::Communicator> gloo;
+  std::unique_ptr<comm::Communicator> nccl;  // --device cuda only
   std::unique_ptr<comm::TimedCommunicator> timed;
+  const char* tensors_over = "Gloo";
 };
 
-Group join_group(const WorkerPlace& place) {
+Group join_group(const WorkerPlace& place, runtime::Backend& backend) {
   comm::GlooOptions go;
   go.rank = place.rank;
   go.size = place.world;
@@ -119,7 +127,21 @@ Group join_group(const WorkerPlace& place) {
   if (place.local) go.hostname = "127.0.0.1";
   Group group;
   group.gloo = comm::make_gloo_communicator(go);
-  group.timed = std::make_unique<comm::TimedCommunicator>(*group.gloo);
+#ifdef TENSOROPT_HAVE_CUDA
+  if (auto* gpu = dynamic_cast<runtime::cuda::CudaBackend*>(&backend)) {
+    comm::NcclOptions no;
+    no.rank = place.rank;
+    no.size = place.world;
+    no.rendezvous = place.rendezvous;
+    no.device = place.local_rank;
+    no.compute_stream = gpu->stream();
+    group.nccl = runtime::cuda::make_cuda_communicator(no);
+    group.tensors_over = "NCCL";
+  }
+#else
+  (void)backend;
+#endif
+  group.timed = std::make_unique<comm::TimedCommunicator>(group.nccl ? *group.nccl : *group.gloo);
   return group;
 }
 
@@ -222,7 +244,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   // worker refuses bad data on its own, and none sees a peer vanish mid-rendezvous instead.
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
-  Group group = join_group(place);
+  Group group = join_group(place, backend);
   comm::Communicator& communicator = *group.timed;
   const runtime::DeviceFacts facts = backend.facts();
   const runtime::Sharding sh{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding};
@@ -244,7 +266,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   if (lead) {
     out << model_line(s, g.batch, bf16);
     out << "workers  " << place.world << " (" << place.from << "), " << backend.name() << ", " << threads << " thread(s) each, " << facts.line
-        << ", Gloo; mesh " << predicted.mesh.str() << "\n";
+        << ", " << group.tensors_over << "; mesh " << predicted.mesh.str() << "\n";
     out << "strategy " << stored.where << "\n" << std::flush;
     if (s.resume) {
       err << "resumed from " << *s.resume << " at step " << optimizer.steps()
@@ -267,7 +289,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
                                     },
                                     lo);
   if (s.save) save_whole(s, g, backend, ex, optimizer, communicator, lead, out);
-  const std::vector<double> all = gather_figures(loop, backend.allocator(), communicator, place.world);
+  const std::vector<double> all = gather_figures(loop, backend.allocator(), *group.gloo, place.world);
   if (!lead) return 0;
   const ReportPair against = print_group_table(out, predicted, all, place.world);
   if (s.report) {
