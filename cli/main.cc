@@ -206,6 +206,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(cli::integer(0));
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+  rn->add_flag("--kernel-times", train.kernel_times, "Time every node's kernels (CUDA events on a GPU) and print where the step's time goes, largest first; in --report as kernel_times");
 }
 
 struct Devices {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -40,6 +41,12 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const = 0;  // "cpu", "cuda"
   virtual DeviceFacts facts() const = 0;
+  // A timer of this device's kernels (kernel.h); the host clock unless the backend's kernels run
+  // asynchronously.
+  virtual std::unique_ptr<KernelTimer> kernel_timer() { return host_kernel_timer(); }
+  // Returns when every kernel issued so far is done (a step's end, for its time); at once where
+  // kernels return when done.
+  virtual void synchronize() {}
   virtual Allocator& allocator() = 0;
   // nullptr when this backend has no kernel for the op type.
   virtual const OpKernel* kernel(std::string_view op_type) const = 0;

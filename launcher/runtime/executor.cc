@@ -195,7 +195,9 @@ void Executor::run_backward(const StepContext& ctx) {
         din.push_back(&dins[k]);
       }
       try {
+        if (ctx.timer) ctx.timer->begin(n.op_type + " backward");
         kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, nullptr});
+        if (ctx.timer) ctx.timer->end();
       } catch (const OutOfMemory& e) {
         throw e.with_context("node " + n.label() + " (backward)");
       }

@@ -1,5 +1,8 @@
 #include "launcher/runtime/kernel.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "graph/error.h"
 #include "launcher/runtime/backend.h"
 
@@ -81,7 +84,9 @@ std::vector<Array> forward_call_unchecked(Backend& backend, const OpKernel& k, c
       out.push_back(&outs[o]);
     }
   }
+  if (ctx.timer) ctx.timer->begin(n.op_type + " forward");
   k.forward(OpCall{n, index, in, out, state, ctx, shard});
+  if (ctx.timer) ctx.timer->end();
   converted.clear();  // the float32 copies of the inputs: gone before the outputs are stored
   if (updates) apply_state_updates(backend, k, n, out, *updates, shard);
   for (size_t o = 0; o < outputs.size(); ++o) {
@@ -118,5 +123,39 @@ void check_backward_kernels(const Graph& g, const std::vector<const OpKernel*>& 
     }
   }
 }
+
+namespace {
+
+class HostKernelTimer final : public KernelTimer {
+ public:
+  void begin(const std::string& label) override {
+    label_ = label;
+    start_ = std::chrono::steady_clock::now();
+  }
+  void end() override {
+    Row& r = rows_[label_];
+    r.label = label_;
+    ++r.calls;
+    r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  std::vector<Row> report() override { return sorted_rows(rows_); }
+  void reset() override { rows_.clear(); }
+
+ private:
+  std::string label_;
+  std::chrono::steady_clock::time_point start_;
+  std::map<std::string, Row> rows_;
+};
+
+}  // namespace
+
+std::vector<KernelTimer::Row> sorted_rows(const std::map<std::string, KernelTimer::Row>& rows) {
+  std::vector<KernelTimer::Row> out;
+  for (const auto& [label, r] : rows) out.push_back(r);
+  std::stable_sort(out.begin(), out.end(), [](const KernelTimer::Row& a, const KernelTimer::Row& b) { return a.seconds > b.seconds; });
+  return out;
+}
+
+std::unique_ptr<KernelTimer> host_kernel_timer() { return std::make_unique<HostKernelTimer>(); }
 
 }  // namespace tensoropt::runtime

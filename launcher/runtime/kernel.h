@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,6 +38,32 @@
 
 namespace tensoropt::runtime {
 
+// Where the time of a step's kernels goes (run --kernel-times): the executors call begin(label)
+// before a node's forward or backward and end() after it, labelled "<op type> forward" or
+// "<op type> backward". A backend's timer measures the device's own time for what ran between
+// (the host clock on CPU, whose kernels return when done; CUDA events on the GPU's stream, read
+// when report() waits for them). Not thread-safe.
+class KernelTimer {
+ public:
+  struct Row {
+    std::string label;
+    int64_t calls = 0;
+    double seconds = 0;  // the sum over calls
+  };
+  virtual ~KernelTimer() = default;
+  virtual void begin(const std::string& label) = 0;
+  virtual void end() = 0;
+  // Every label's calls and time since the last reset, the largest time first.
+  virtual std::vector<Row> report() = 0;
+  virtual void reset() = 0;
+};
+
+// A timer on the host's steady clock: the CPU backend's (and any backend whose kernels return
+// when they are done).
+std::unique_ptr<KernelTimer> host_kernel_timer();
+// Rows by label, the largest time first (for timers' report()).
+std::vector<KernelTimer::Row> sorted_rows(const std::map<std::string, KernelTimer::Row>& rows);
+
 // What every kernel of a step shares.
 struct StepContext {
   Allocator* allocator = nullptr;  // where kernels allocate OpState and workspaces
@@ -44,6 +71,7 @@ struct StepContext {
   uint64_t seed = 0;               // --seed
   int64_t step = 0;                // 1-based training step, for dropout masks
   int threads = 1;                 // cores the kernels may use
+  KernelTimer* timer = nullptr;    // run --kernel-times: times each node's kernels
 };
 
 // Extras a forward keeps for its backward, allocated as MemoryKind::Activations.

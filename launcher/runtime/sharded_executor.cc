@@ -383,7 +383,9 @@ void ShardedExecutor::run_backward(size_t i, std::vector<const Array*> dout, con
     din.push_back(&dins[q]);
   }
   try {
+    if (ctx.timer) ctx.timer->begin(n.op_type + " backward");
     kernels_[i]->backward(GradCall{n, static_cast<int>(i), in, out, dout, din, in_shapes, states_[i], ctx, &shards_[i]});
+    if (ctx.timer) ctx.timer->end();
   } catch (const OutOfMemory& e) {
     throw e.with_context("node " + n.label() + " (backward)");
   }

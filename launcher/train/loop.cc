@@ -11,9 +11,11 @@ namespace tensoropt {
 LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, runtime::StepContext ctx, const TrainStep& step,
                      const LoopOptions& o) {
   LoopResult r;
+  ctx.timer = o.timer;
   for (int64_t s = o.first; s < o.first + o.count; ++s) {
     runtime::Batch batch = data.next(s);
     ctx.step = s;
+    if (o.timer && s == o.first + 1) o.timer->reset();
     const auto t0 = std::chrono::steady_clock::now();
     const double blocked0 = o.blocked_clock ? o.blocked_clock() : 0;
     const double loss = step(std::move(batch), ctx);

@@ -28,6 +28,9 @@ struct LoopOptions {
   bool memory_in_report = true;  // the per-step entries carry the allocator's live and peak bytes
   // Seconds this process has spent blocked in collectives so far (empty: no communicator).
   std::function<double()> blocked_clock;
+  // run --kernel-times: times every node's kernels, from the second step on (the first pays for
+  // first touches, as steady_median leaves it out).
+  runtime::KernelTimer* timer = nullptr;
 };
 
 struct LoopResult {

@@ -158,10 +158,13 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   lo.count = s.steps;
   lo.batch = g.batch;
   lo.out = &out;
+  const std::unique_ptr<runtime::KernelTimer> timer = s.kernel_times ? backend.kernel_timer() : nullptr;
+  lo.timer = timer.get();
   const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
                                     [&](runtime::Batch batch, const runtime::StepContext& ctx) {
                                       const double loss = ex.train_step(batch.inputs, batch.target, ctx);
                                       optimizer.step(ex);
+                                      backend.synchronize();
                                       return loss;
                                     },
                                     lo);
@@ -174,6 +177,8 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   for (int k = 0; k < runtime::kMemoryKinds; ++k) m.at_peak[static_cast<size_t>(k)] = static_cast<double>(ms.at_peak[static_cast<size_t>(k)]);
   const ReportPair against = print_against_predicted(out, {predicted.time, predicted.memory}, predicted.breakdown, m);
   out << "  (memory by kind at the peak: measured, and as the planner predicts the step's peak)\n";
+  nlohmann::ordered_json kernel_times;
+  if (timer) kernel_times = print_kernel_times(out, *timer, loop.seconds);
   if (s.save) {
     runtime::save_checkpoint(*s.save, s.model, g, backend, weights, optimizer);
     out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
@@ -184,6 +189,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = report_device(backend, /*workers=*/0, threads, s.cluster);
     report["optimizer"] = report_optimizer(s);
+    if (timer) report["kernel_times"] = kernel_times;
     finish_report(report, planner::precision_name(precision), loop.steps, against, *s.report);
   }
   return 0;

@@ -137,4 +137,31 @@ void write_report(const std::string& path, const nlohmann::ordered_json& report)
   std::filesystem::rename(path + ".part", path);
 }
 
+nlohmann::ordered_json print_kernel_times(std::ostream& out, runtime::KernelTimer& timer, const std::vector<double>& step_seconds) {
+  const size_t timed = step_seconds.size() > 1 ? step_seconds.size() - 1 : 1;
+  double step = 0;
+  for (size_t i = step_seconds.size() > 1 ? 1 : 0; i < step_seconds.size(); ++i) step += step_seconds[i];
+  step /= static_cast<double>(timed);
+  const std::vector<runtime::KernelTimer::Row> rows = timer.report();
+  double total = 0;
+  for (const auto& r : rows) total += r.seconds;
+  char line[200];
+  std::snprintf(line, sizeof line, "kernels  per step, over %zu step%s: %.2f ms in kernels of a %.2f ms step\n", timed, timed == 1 ? "" : "s",
+                total / static_cast<double>(timed) * 1e3, step * 1e3);
+  out << line;
+  nlohmann::ordered_json json = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const double ms = r.seconds / static_cast<double>(timed) * 1e3, share = step > 0 ? r.seconds / static_cast<double>(timed) / step : 0;
+    const double calls = static_cast<double>(r.calls) / static_cast<double>(timed);
+    if (i < 25) {
+      std::snprintf(line, sizeof line, "  %-34s %7.1f calls %10.3f ms %6.1f%%\n", r.label.c_str(), calls, ms, share * 100);
+      out << line;
+    }
+    json.push_back({{"kernels", r.label}, {"calls_per_step", calls}, {"ms_per_step", ms}, {"share_of_step", share}});
+  }
+  if (rows.size() > 25) out << "  (" << rows.size() - 25 << " more in the report)\n";
+  return json;
+}
+
 }  // namespace tensoropt

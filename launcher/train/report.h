@@ -63,6 +63,11 @@ ReportPair print_against_predicted(std::ostream& out, const planner::Cost& predi
 
 // The report's closing objects, "dtype", "steps", "predicted" and "measured", added to `report`,
 // which is then written to `path` whole (write_report).
+// run --kernel-times: the timer's rows per step (its steps: every step but the first) as a table of
+// the largest first, each with its share of the measured step time; returns them as the report's
+// "kernel_times" ([{"kernels", "calls_per_step", "ms_per_step", "share_of_step"}, ...]).
+nlohmann::ordered_json print_kernel_times(std::ostream& out, runtime::KernelTimer& timer, const std::vector<double>& step_seconds);
+
 void finish_report(nlohmann::ordered_json& report, std::string_view dtype, const nlohmann::ordered_json& steps, const ReportPair& against,
                    const std::string& path);
 

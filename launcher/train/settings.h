@@ -28,6 +28,7 @@ struct TrainSettings {
   std::optional<std::string> data, labels;   // .npy files
   std::optional<std::string> save, resume;   // checkpoints
   std::optional<std::string> report;         // JSON (docs/runtime.md)
+  bool kernel_times = false;                 // time every node's kernels (the lead worker's)
   // A plan file (or strategy file) for one device, and its point (default: the chosen one): its
   // recompute choices run, and its strategy is the one predicted.
   std::optional<std::string> plan;

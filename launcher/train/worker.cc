@@ -280,11 +280,14 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   lo.out = lead ? &out : nullptr;
   lo.memory_in_report = false;
   lo.blocked_clock = [&group] { return group.timed->blocked_seconds(); };
+  const std::unique_ptr<runtime::KernelTimer> timer = s.kernel_times && lead ? backend.kernel_timer() : nullptr;
+  lo.timer = timer.get();
   const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
                                     [&](runtime::Batch batch, const runtime::StepContext& ctx) {
                                       const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
                                       optimizer.step(ex);
                                       ex.after_optimizer_step();
+                                      backend.synchronize();
                                       return loss;
                                     },
                                     lo);
@@ -292,12 +295,15 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   const std::vector<double> all = gather_figures(loop, backend.allocator(), *group.gloo, place.world);
   if (!lead) return 0;
   const ReportPair against = print_group_table(out, predicted, all, place.world);
+  nlohmann::ordered_json kernel_times;
+  if (timer) kernel_times = print_kernel_times(out, *timer, loop.seconds);
   if (s.report) {
     nlohmann::ordered_json report;
     report["model"] = report_model(s, g.batch);
     report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
     report["device"] = report_device(backend, place.world, threads, s.cluster);
     report["optimizer"] = report_optimizer(s);
+    if (timer) report["kernel_times"] = kernel_times;
     finish_report(report, bf16 ? "bf16" : "fp32", loop.steps, against, *s.report);
   }
   return 0;

@@ -1,6 +1,7 @@
 #include "launcher/runtime/cuda/backend.h"
 
 #include <cmath>
+#include <map>
 #include <vector>
 
 #include "graph/dtype.h"
@@ -96,6 +97,55 @@ void CudaBackend::check(int status, std::string_view what) const {
   if (status == TO_CUDA_OUT_OF_MEMORY) throw OutOfMemory(std::string(what) + ": " + driver_error(driver_, device_));
   throw InternalError("CUDA " + std::string(what) + ": " + driver_error(driver_, device_));
 }
+
+namespace {
+
+// Events around each node's kernels; their times are read (waiting for the stream) by report().
+// Events are reused from the driver's pool after a reset, so a long run holds as many as one
+// report's worth.
+class EventTimer final : public KernelTimer {
+ public:
+  explicit EventTimer(CudaBackend& be) : be_(be) { reset(); }
+  void begin(const std::string& label) override {
+    int64_t id = 0;
+    be_.check(be_.driver().event_record(be_.device(), &id), "event_record");
+    open_ = {label, id};
+  }
+  void end() override {
+    int64_t id = 0;
+    be_.check(be_.driver().event_record(be_.device(), &id), "event_record");
+    spans_.push_back({open_.first, open_.second, id});
+  }
+  std::vector<Row> report() override {
+    std::map<std::string, Row> rows;
+    for (const Span& s : spans_) {
+      float ms = 0;
+      be_.check(be_.driver().event_elapsed(be_.device(), s.from, s.to, &ms), "event_elapsed");
+      Row& r = rows[s.label];
+      r.label = s.label;
+      ++r.calls;
+      r.seconds += ms / 1e3;
+    }
+    return sorted_rows(rows);
+  }
+  void reset() override {
+    spans_.clear();
+    be_.check(be_.driver().events_reset(be_.device()), "events_reset");
+  }
+
+ private:
+  struct Span {
+    std::string label;
+    int64_t from, to;
+  };
+  CudaBackend& be_;
+  std::pair<std::string, int64_t> open_;
+  std::vector<Span> spans_;
+};
+
+}  // namespace
+
+std::unique_ptr<KernelTimer> CudaBackend::kernel_timer() { return std::make_unique<EventTimer>(*this); }
 
 void CudaBackend::synchronize() { check(driver_.synchronize(device_), "synchronize"); }
 

@@ -46,6 +46,7 @@ class CudaBackend final : public Backend {
 
   std::string_view name() const override { return "cuda"; }
   DeviceFacts facts() const override;  // the GPU's name, compute capability, memory and SMs
+  std::unique_ptr<KernelTimer> kernel_timer() override;  // CUDA events on the compute stream
   Allocator& allocator() override { return *allocator_; }
   const OpKernel* kernel(std::string_view op_type) const override;
 
@@ -73,7 +74,7 @@ class CudaBackend final : public Backend {
     check(driver_.launch(device_, kernel, &args, sizeof(Args)), what);
   }
   // Waits for every kernel issued so far.
-  void synchronize();
+  void synchronize() override;
   // The compute stream (a cudaStream_t), for a communicator to order its collectives after.
   void* stream() const { return driver_.stream(device_); }
 

@@ -59,6 +59,7 @@ DeviceExec* DeviceExec::open(int ordinal, std::string* why) {
 
 DeviceExec::~DeviceExec() {
   if (stream_) cudaStreamSynchronize(stream_);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
   for (auto& [key, p] : plans_) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);
@@ -114,6 +115,27 @@ int DeviceExec::copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t
 }
 
 int DeviceExec::synchronize() { return check(cudaStreamSynchronize(stream_), "a kernel"); }
+
+int DeviceExec::event_record(int64_t* id) {
+  if (events_used_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    if (int s = check(cudaEventCreate(&e), "cudaEventCreate")) return s;
+    events_.push_back(e);
+  }
+  *id = static_cast<int64_t>(events_used_);
+  return check(cudaEventRecord(events_[events_used_++], stream_), "cudaEventRecord");
+}
+
+int DeviceExec::event_elapsed(int64_t from, int64_t to, float* ms) {
+  if (from < 0 || to < 0 || static_cast<size_t>(to) >= events_used_ || from > to) return fail("event_elapsed: no such events");
+  if (int s = check(cudaEventSynchronize(events_[static_cast<size_t>(to)]), "cudaEventSynchronize")) return s;
+  return check(cudaEventElapsedTime(ms, events_[static_cast<size_t>(from)], events_[static_cast<size_t>(to)]), "cudaEventElapsedTime");
+}
+
+int DeviceExec::events_reset() {
+  events_used_ = 0;
+  return TO_CUDA_OK;
+}
 
 std::string DeviceExec::describe() {
   cudaDeviceProp p{};

@@ -138,6 +138,11 @@ struct TensoroptCudaDriver {
   int (*copy_rows)(TensoroptCudaDevice* dev, void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t width,
                    int64_t rows);
   int (*synchronize)(TensoroptCudaDevice* dev);
+  // Timing (run --kernel-times): an event recorded on the compute stream, numbered from 0 since the
+  // last events_reset; the milliseconds between two of them (waits for the later).
+  int (*event_record)(TensoroptCudaDevice* dev, int64_t* id);
+  int (*event_elapsed)(TensoroptCudaDevice* dev, int64_t from, int64_t to, float* ms);
+  int (*events_reset)(TensoroptCudaDevice* dev);
 
   // The backend's primitives (backend.h says what each computes).
   int (*fill)(TensoroptCudaDevice* dev, void* p, int dtype, int64_t n, double value);

@@ -16,6 +16,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "launcher/runtime/cuda/device/hd.h"
 #include "launcher/runtime/cuda/driver_abi.h"
@@ -73,6 +74,9 @@ class DeviceExec {
   int download(void* host, const void* src, int64_t bytes);
   int copy_rows(void* dst, int64_t dst_pitch, const void* src, int64_t src_pitch, int64_t width, int64_t count);
   int synchronize();
+  int event_record(int64_t* id);
+  int event_elapsed(int64_t from, int64_t to, float* ms);
+  int events_reset();
   void* stream() { return stream_; }
   std::string describe();
   int gemm(const TensoroptGemm& g);
@@ -98,6 +102,8 @@ class DeviceExec {
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::map<GemmKey, GemmPlan> plans_;
+  std::vector<cudaEvent_t> events_;  // made as needed, kept for reuse
+  size_t events_used_ = 0;
 };
 
 }  // namespace tensoropt::cuda_kernels

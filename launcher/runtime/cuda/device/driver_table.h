@@ -4,7 +4,8 @@
 //
 // Exec provides: static Exec* open(int ordinal, std::string* why); `std::string error`;
 // fail(why); each(n, f) and rows(count, f) (hd.h's Lanes); alloc, release, memory, upload,
-// download, copy_rows, synchronize, stream, describe; gemm(TensoroptGemm).
+// download, copy_rows, synchronize, stream, describe; event_record, event_elapsed, events_reset;
+// gemm(TensoroptGemm).
 #pragma once
 
 #include <algorithm>
@@ -71,6 +72,9 @@ struct DriverFunctions {
     return x(d).copy_rows(dst, dp, src, sp, w, r);
   }
   static int synchronize(TensoroptCudaDevice* d) { return x(d).synchronize(); }
+  static int event_record(TensoroptCudaDevice* d, int64_t* id) { return x(d).event_record(id); }
+  static int event_elapsed(TensoroptCudaDevice* d, int64_t from, int64_t to, float* ms) { return x(d).event_elapsed(from, to, ms); }
+  static int events_reset(TensoroptCudaDevice* d) { return x(d).events_reset(); }
   static int fill(TensoroptCudaDevice* d, void* p, int dtype, int64_t n, double v) { return cuda_kernels::fill(x(d), p, dtype, n, v); }
   static int convert(TensoroptCudaDevice* d, const void* s, int sd, void* t, int td, int64_t n) {
     return cuda_kernels::convert(x(d), s, sd, t, td, n);
@@ -120,6 +124,9 @@ TensoroptCudaDriver make_driver_table() {
   t.download = F::download;
   t.copy_rows = F::copy_rows;
   t.synchronize = F::synchronize;
+  t.event_record = F::event_record;
+  t.event_elapsed = F::event_elapsed;
+  t.events_reset = F::events_reset;
   t.fill = F::fill;
   t.convert = F::convert;
   t.accumulate = F::accumulate;

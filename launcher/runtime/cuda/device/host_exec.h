@@ -5,7 +5,9 @@
 // test_cuda_emulated.cc); it is never a device a run can choose.
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
+#include <vector>
 #include <cstring>
 #include <string>
 
@@ -16,6 +18,7 @@ namespace tensoropt::cuda_kernels {
 
 struct HostExec {
   std::string error;
+  std::vector<std::chrono::steady_clock::time_point> events_;
 
   static HostExec* open(int ordinal, std::string* why) {
     if (ordinal != 0) {
@@ -63,6 +66,20 @@ struct HostExec {
     return TO_CUDA_OK;
   }
   int synchronize() { return TO_CUDA_OK; }
+  int event_record(int64_t* id) {
+    *id = static_cast<int64_t>(events_.size());
+    events_.push_back(std::chrono::steady_clock::now());
+    return TO_CUDA_OK;
+  }
+  int event_elapsed(int64_t from, int64_t to, float* ms) {
+    if (from < 0 || to < 0 || to >= static_cast<int64_t>(events_.size()) || from > to) return fail("event_elapsed: no such events");
+    *ms = std::chrono::duration<float, std::milli>(events_[static_cast<size_t>(to)] - events_[static_cast<size_t>(from)]).count();
+    return TO_CUDA_OK;
+  }
+  int events_reset() {
+    events_.clear();
+    return TO_CUDA_OK;
+  }
   void* stream() { return nullptr; }
   std::string describe() { return "name: host emulation of the CUDA kernels\n"; }
   int gemm(const TensoroptGemm& g) {
