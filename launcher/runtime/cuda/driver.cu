@@ -59,6 +59,7 @@ DeviceExec* DeviceExec::open(int ordinal, std::string* why) {
 
 DeviceExec::~DeviceExec() {
   if (stream_) cudaStreamSynchronize(stream_);
+  cudnn_.reset();  // its handle uses the stream
   for (auto& [key, p] : plans_) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);
