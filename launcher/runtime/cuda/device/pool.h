@@ -108,7 +108,7 @@ TO_HD float avg_inverse(const PoolWindow& w, int64_t o, bool include_pad) {
 }
 
 // The smallest v over the lanes of a row (hd.h's Lanes), every lane getting it.
-TO_HD int64_t lanes_min(const Lanes& l, int64_t v) {
+TO_HD int64_t lanes_min_index(const Lanes& l, int64_t v) {
 #if defined(__CUDA_ARCH__)
   for (int o = l.width / 2; o > 0; o /= 2) {
     const int64_t u = __shfl_xor_sync(0xffffffffu, v, o);
@@ -247,7 +247,7 @@ int global_maxpool_backward(Exec& ex, const GlobalPoolArgs& a) {
       const int64_t key = nan ? (v != v ? s.in - 1 - i : s.in) : (v == yp ? i : s.in);
       found = key < found ? key : found;
     }
-    found = lanes_min(l, found);
+    found = lanes_min_index(l, found);
     const int64_t at = found == s.in ? -1 : nan ? s.in - 1 - found : found;
     for (int64_t i = l.lane; i < s.in; i += l.width) s.out[p * s.in + i] = i == at ? s.dy[p] : 0.0f;
   });
