@@ -62,6 +62,8 @@ CudaBackend::CudaBackend(const TensoroptCudaDriver& driver, int ordinal) : drive
   register_movement(*this, table_);
   register_resample(*this, table_);
   register_shape(*this, table_);
+  register_conv(*this, table_);
+  register_pool(*this, table_);
 }
 
 CudaBackend::~CudaBackend() {

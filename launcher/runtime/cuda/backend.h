@@ -93,6 +93,8 @@ void register_norm(CudaBackend& backend, KernelTable& table);         // norm.cc
 void register_movement(CudaBackend& backend, KernelTable& table);     // movement*.cc: Reshape ... Trilu, Slice, Pad, Gather ... OneHot
 void register_resample(CudaBackend& backend, KernelTable& table);     // resample.cc: Resize, Upsample, DepthToSpace, SpaceToDepth
 void register_shape(CudaBackend& backend, KernelTable& table);        // shape.cc: ConstantOfShape, Range
+void register_conv(CudaBackend& backend, KernelTable& table);         // conv.cc: Conv, ConvTranspose
+void register_pool(CudaBackend& backend, KernelTable& table);         // pool.cc
 
 // The driver's last error text.
 std::string driver_error(const TensoroptCudaDriver& driver, TensoroptCudaDevice* device);

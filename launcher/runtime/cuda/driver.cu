@@ -60,6 +60,7 @@ DeviceExec* DeviceExec::open(int ordinal, std::string* why) {
 DeviceExec::~DeviceExec() {
   if (stream_) cudaStreamSynchronize(stream_);
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  cudnn_.reset();  // its handle uses the stream
   for (auto& [key, p] : plans_) {
     cublasLtMatrixLayoutDestroy(p.a);
     cublasLtMatrixLayoutDestroy(p.b);

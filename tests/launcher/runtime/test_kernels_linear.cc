@@ -239,6 +239,10 @@ void conv_transpose_cases(std::vector<KernelCase>& cases) {
   cases.push_back(conv_case("ConvTranspose", "ConvTranspose 1-D stride 2", {2, 3, 5}, {3, 2, 4}, false, {{"strides", {2}}, {"pads", {1, 1}}}));
   cases.push_back(conv_case("ConvTranspose", "ConvTranspose 3-D", {1, 2, 2, 3, 2}, {2, 2, 2, 2, 3}, false,
                             {{"strides", {2, 1, 2}}, {"pads", {0, 1, 1, 0, 0, 1}}}));
+  // output_padding past the stride (PyTorch allows it below the dilation): Y's last position is
+  // read by no input position.
+  cases.push_back(conv_case("ConvTranspose", "ConvTranspose dilation 2 output_padding 1 stride 1 pads", {1, 2, 3, 3}, {2, 3, 2, 2},
+                            true, {{"dilations", {2, 2}}, {"output_padding", {1, 1}}, {"pads", {1, 1, 1, 1}}}));
 }
 
 KernelCase einsum_case(const std::string& eq, const std::vector<Ints>& shapes) {

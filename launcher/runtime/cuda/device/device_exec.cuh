@@ -14,10 +14,12 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "launcher/runtime/cuda/device/conv_args.h"
 #include "launcher/runtime/cuda/device/hd.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
@@ -80,6 +82,10 @@ class DeviceExec {
   void* stream() { return stream_; }
   std::string describe();
   int gemm(const TensoroptGemm& g);
+  // The convolution of conv_args.h on cuDNN's graph API (conv_cudnn.cu): conv_workspace plans it
+  // and writes the workspace bytes to *a.workspace_needed; conv runs it.
+  int conv_workspace(const ConvArgs& a);
+  int conv(const ConvArgs& a);
 
   // TO_CUDA_OK, or a failure naming `what` and the runtime's reason.
   int check(cudaError_t e, const char* what);
@@ -94,6 +100,12 @@ class DeviceExec {
   using GemmKey = std::tuple<int64_t, int64_t, int64_t, int64_t, int, int, int64_t, int64_t, int64_t, int, int>;
   int plan_gemm(const TensoroptGemm& g, GemmPlan* plan);
   int check_lt(cublasStatus_t s, const char* what);
+  // cuDNN's handle and the convolution plans (conv_cudnn.cu), made at the first convolution.
+  struct CudnnConv;
+  struct CudnnConvDeleter {
+    void operator()(CudnnConv* c) const;
+  };
+  int conv_plan(const ConvArgs& a, int64_t* workspace, void** plan);
 
   int ordinal_ = 0;
   int sms_ = 1;
@@ -104,6 +116,7 @@ class DeviceExec {
   std::map<GemmKey, GemmPlan> plans_;
   std::vector<cudaEvent_t> events_;  // made as needed, kept for reuse
   size_t events_used_ = 0;
+  std::unique_ptr<CudnnConv, CudnnConvDeleter> cudnn_;
 };
 
 }  // namespace tensoropt::cuda_kernels

@@ -18,6 +18,8 @@
 #include "launcher/runtime/cuda/device/optimizer.h"
 #include "launcher/runtime/cuda/device/movement.h"
 #include "launcher/runtime/cuda/device/elementwise_more.h"
+#include "launcher/runtime/cuda/device/conv.h"
+#include "launcher/runtime/cuda/device/pool.h"
 #include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/device/registry.h"
 #include "launcher/runtime/cuda/device/unary.h"
@@ -44,6 +46,8 @@ const KernelList<Exec>& family_kernels() {
     norm_kernels(out);
     movement_kernels(out);
     elementwise_kernels(out);
+    conv_kernels(out);
+    pool_kernels(out);
     return out;
   }();
   return list;

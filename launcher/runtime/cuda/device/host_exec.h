@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "launcher/runtime/cuda/device/conv_reference.h"
 #include "launcher/runtime/cuda/device/hd.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
@@ -104,6 +105,15 @@ struct HostExec {
         }
       }
     }
+    return TO_CUDA_OK;
+  }
+  // The convolution of conv_args.h by direct loops (conv_reference.h), needing no workspace.
+  int conv_workspace(const ConvArgs& a) {
+    *a.workspace_needed = 0;
+    return TO_CUDA_OK;
+  }
+  int conv(const ConvArgs& a) {
+    conv_reference(a);
     return TO_CUDA_OK;
   }
 };
