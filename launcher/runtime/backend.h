@@ -36,6 +36,13 @@ struct DeviceFacts {
   std::vector<std::pair<std::string, std::string>> fields;
 };
 
+// copy_slab's bytes: `rows` runs of `width` bytes, from src at `src_offset` with runs `src_pitch`
+// apart, to dst likewise. Checks copy_slab's REQUIRES (InternalError); rows or width 0: nothing.
+struct Slab {
+  int64_t rows = 0, width = 0, src_pitch = 0, dst_pitch = 0, src_offset = 0, dst_offset = 0;
+};
+Slab slab_of(const Array& src, int dim, int64_t src_at, const Array& dst, int64_t dst_at, int64_t len);
+
 class Backend {
  public:
   virtual ~Backend() = default;

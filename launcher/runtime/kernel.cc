@@ -156,6 +156,19 @@ std::vector<KernelTimer::Row> sorted_rows(const std::map<std::string, KernelTime
   return out;
 }
 
+Slab slab_of(const Array& src, int dim, int64_t src_at, const Array& dst, int64_t dst_at, int64_t len) {
+  TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
+  int64_t outer = 1, inner = dtype_size(src.dtype());
+  for (int d = 0; d < src.rank(); ++d) {
+    if (d == dim) continue;
+    TO_CHECK(src.dim(d) == dst.dim(d));
+    if (d < dim) outer *= src.dim(d);
+    else inner *= src.dim(d);
+  }
+  TO_CHECK(len >= 0 && src_at >= 0 && dst_at >= 0 && src_at + len <= src.dim(dim) && dst_at + len <= dst.dim(dim));
+  return {outer, len * inner, src.dim(dim) * inner, dst.dim(dim) * inner, src_at * inner, dst_at * inner};
+}
+
 std::unique_ptr<KernelTimer> host_kernel_timer() { return std::make_unique<HostKernelTimer>(); }
 
 }  // namespace tensoropt::runtime

@@ -122,23 +122,12 @@ void CpuBackend::scale(Array& a, double factor) {
 }
 
 void CpuBackend::copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) {
-  TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
-  int64_t outer = 1, inner = dtype_size(src.dtype());
-  for (int d = 0; d < src.rank(); ++d) {
-    if (d == dim) continue;
-    TO_CHECK(src.dim(d) == dst.dim(d));
-    if (d < dim) outer *= src.dim(d);
-    else inner *= src.dim(d);
-  }
-  TO_CHECK(len >= 0 && src_at >= 0 && dst_at >= 0 && src_at + len <= src.dim(dim) && dst_at + len <= dst.dim(dim));
-  if (len == 0 || outer == 0 || inner == 0) return;
-  const auto* s = static_cast<const char*>(src.raw());
-  auto* d = static_cast<char*>(dst.raw());
-  const int64_t sn = src.dim(dim), dn = dst.dim(dim), piece = len * inner;
-  parallel_for(outer, std::max<int64_t>(1, (1 << 16) / piece), threads_, [&](int64_t lo, int64_t hi) {
-    for (int64_t o = lo; o < hi; ++o) {
-      std::memcpy(d + (o * dn + dst_at) * inner, s + (o * sn + src_at) * inner, static_cast<size_t>(piece));
-    }
+  const Slab slab = slab_of(src, dim, src_at, dst, dst_at, len);
+  if (slab.rows == 0 || slab.width == 0) return;
+  const auto* s = static_cast<const char*>(src.raw()) + slab.src_offset;
+  auto* d = static_cast<char*>(dst.raw()) + slab.dst_offset;
+  parallel_for(slab.rows, std::max<int64_t>(1, (1 << 16) / slab.width), threads_, [&](int64_t lo, int64_t hi) {
+    for (int64_t o = lo; o < hi; ++o) std::memcpy(d + o * slab.dst_pitch, s + o * slab.src_pitch, static_cast<size_t>(slab.width));
   });
 }
 

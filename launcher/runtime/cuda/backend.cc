@@ -179,19 +179,11 @@ void CudaBackend::scale(Array& a, double factor) {
 }
 
 void CudaBackend::copy_slab(const Array& src, int dim, int64_t src_at, Array& dst, int64_t dst_at, int64_t len) {
-  TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
-  int64_t outer = 1, inner = dtype_size(src.dtype());
-  for (int d = 0; d < src.rank(); ++d) {
-    if (d == dim) continue;
-    TO_CHECK(src.dim(d) == dst.dim(d));
-    if (d < dim) outer *= src.dim(d);
-    else inner *= src.dim(d);
-  }
-  TO_CHECK(len >= 0 && src_at >= 0 && dst_at >= 0 && src_at + len <= src.dim(dim) && dst_at + len <= dst.dim(dim));
-  if (len == 0 || outer == 0 || inner == 0) return;
-  const auto* s = static_cast<const char*>(src.raw()) + src_at * inner;
-  auto* d = static_cast<char*>(dst.raw()) + dst_at * inner;
-  check(driver_.copy_rows(device_, d, dst.dim(dim) * inner, s, src.dim(dim) * inner, len * inner, outer), "copy_slab");
+  const Slab slab = slab_of(src, dim, src_at, dst, dst_at, len);
+  if (slab.rows == 0 || slab.width == 0) return;
+  check(driver_.copy_rows(device_, static_cast<char*>(dst.raw()) + slab.dst_offset, slab.dst_pitch,
+                          static_cast<const char*>(src.raw()) + slab.src_offset, slab.src_pitch, slab.width, slab.rows),
+        "copy_slab");
 }
 
 double CudaBackend::cross_entropy(const Array& logits, const Array& labels, Array* dlogits) {

@@ -21,9 +21,7 @@
 #include "graph/error.h"
 #include "launcher/comm/nccl/nccl_communicator.h"
 #include "tests/children.h"
-#ifdef TENSOROPT_HAVE_CUDA
-#include "launcher/runtime/cuda/loader.h"
-#endif
+#include "tests/gpu.h"
 
 namespace tensoropt::comm {
 namespace {
@@ -33,22 +31,8 @@ using Clock = std::chrono::steady_clock;
 
 // The module's NCCL table when a GPU is visible; else nullptr, with the reason printed.
 const TensoroptNcclApi* gpu_nccl(const char* test) {
-#ifdef TENSOROPT_HAVE_CUDA
-  if (!std::getenv("TENSOROPT_CUDA_MODULE")) {
-    const auto beside = std::filesystem::path(TENSOROPT_BINARY).parent_path() / "libtensoropt_cuda.so";
-    setenv("TENSOROPT_CUDA_MODULE", beside.c_str(), 1);
-  }
-  std::string why;
-  const TensoroptCudaModule* module = runtime::cuda::load_module(&why);
-  if (module && runtime::cuda::gpu_count(*module, &why) > 0) return module->nccl();
-  std::printf("GPU test skipped: %s: %s\n", test, why.c_str());
-  MESSAGE("GPU test skipped: " << why);
-  return nullptr;
-#else
-  std::printf("GPU test skipped: %s: this build has no CUDA support\n", test);
-  MESSAGE("GPU test skipped: this build has no CUDA support");
-  return nullptr;
-#endif
+  const TensoroptCudaModule* module = test::gpu_module(test);
+  return module ? module->nccl() : nullptr;
 }
 
 std::string api_error(const TensoroptNcclApi& api) {

@@ -17,7 +17,9 @@ using runtime::Array;
 using runtime::Backend;
 using runtime::MemoryKind;
 
-Array make_array(const Tensor& x, const std::vector<double>& v, Backend& b, MemoryKind kind) {
+}  // namespace
+
+Array array_of(const Tensor& x, const std::vector<double>& v, Backend& b, MemoryKind kind) {
   Array a(runtime::runtime_dtype(x), x.shape, b.allocator(), kind);
   if (static_cast<int64_t>(v.size()) != a.numel()) throw std::runtime_error("wrong number of values for '" + x.name + "'");
   std::vector<char> bytes(static_cast<size_t>(a.bytes()));
@@ -35,7 +37,7 @@ Array make_array(const Tensor& x, const std::vector<double>& v, Backend& b, Memo
   return a;
 }
 
-std::vector<double> to_doubles(const Array& a, Backend& b) {
+std::vector<double> values_of(const Array& a, Backend& b) {
   std::vector<char> bytes(static_cast<size_t>(a.bytes()));
   b.read(a, bytes.data(), a.bytes());
   std::vector<double> v(static_cast<size_t>(a.numel()));
@@ -52,6 +54,8 @@ std::vector<double> to_doubles(const Array& a, Backend& b) {
   }
   return v;
 }
+
+namespace {
 
 double relative_error(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size()) return INFINITY;
@@ -93,19 +97,19 @@ CaseRun run_case(const KernelCase& c, Backend& backend) {
       const Tensor& x = g.tensors[t];
       if (x.kind != TensorKind::Parameter && x.kind != TensorKind::Buffer && x.kind != TensorKind::Constant) continue;
       if (x.producer >= 0 || x.dtype == DType::Undefined) continue;
-      state[static_cast<int>(t)] = make_array(x, host_values(x), backend, MemoryKind::Parameters);
+      state[static_cast<int>(t)] = array_of(x, host_values(x), backend, MemoryKind::Parameters);
     }
     std::vector<Array> inputs;
     for (int t : g.inputs) {
       const Tensor& x = g.tensors[static_cast<size_t>(t)];
-      inputs.push_back(make_array(x, host_values(x), backend, MemoryKind::Inputs));
+      inputs.push_back(array_of(x, host_values(x), backend, MemoryKind::Inputs));
     }
     runtime::ExecutorOptions opts;
     opts.input_gradients = true;
     runtime::Executor ex(g, backend, state, opts);
     runtime::StepContext ctx{&backend.allocator(), true, 7, 1, 2};
     std::vector<Array> outs = ex.forward(inputs, ctx);
-    for (const Array& o : outs) run.outputs.push_back(to_doubles(o, backend));
+    for (const Array& o : outs) run.outputs.push_back(values_of(o, backend));
     if (!c.gradient) return run;
     std::vector<Array> weights(g.outputs.size());
     std::vector<const Array*> wptr(g.outputs.size(), nullptr);
@@ -115,11 +119,11 @@ CaseRun run_case(const KernelCase& c, Backend& backend) {
       if (!dtype_is_float(y.dtype)) continue;
       std::vector<double> r;
       for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
-      weights[k] = make_array(y, r, backend, MemoryKind::Transients);
+      weights[k] = array_of(y, r, backend, MemoryKind::Transients);
       wptr[k] = &weights[k];
     }
     ex.backward_from(inputs, wptr, ctx);
-    for (int t : ex.gradient_tensors()) run.gradients[g.tensors[static_cast<size_t>(t)].name] = to_doubles(ex.gradient(t), backend);
+    for (int t : ex.gradient_tensors()) run.gradients[g.tensors[static_cast<size_t>(t)].name] = values_of(ex.gradient(t), backend);
   } catch (const InputError& e) {
     run.error = e.what();
     run.refused = true;

@@ -14,6 +14,11 @@
 
 namespace tensoropt::test {
 
+// Tensor `x`'s values `v` as a new array on `backend` (through Backend::write); and an array's
+// values read back as doubles (any dtype the runtime holds).
+runtime::Array array_of(const Tensor& x, const std::vector<double>& v, runtime::Backend& backend, runtime::MemoryKind kind);
+std::vector<double> values_of(const runtime::Array& a, runtime::Backend& backend);
+
 // What one backend computed for a case: the graph outputs, then the gradients by tensor name.
 struct CaseRun {
   std::string error;     // non-empty: the run threw

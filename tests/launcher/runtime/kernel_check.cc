@@ -8,47 +8,12 @@
 #include "graph/import.h"
 #include "launcher/runtime/cpu/backend.h"
 #include "launcher/runtime/executor.h"
+#include "tests/launcher/runtime/backend_compare.h"
 
 namespace tensoropt::test {
-namespace {
 
 using runtime::Array;
 using runtime::MemoryKind;
-
-Array make_array(const Tensor& x, const std::vector<double>& v, runtime::Backend& b, MemoryKind kind) {
-  Array a(runtime::runtime_dtype(x), x.shape, b.allocator(), kind);
-  REQUIRE_MESSAGE(static_cast<int64_t>(v.size()) == a.numel(), "values for '" << x.name << "'");
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    auto d = static_cast<size_t>(i);
-    switch (a.dtype()) {
-      case DType::F32: a.data<float>()[i] = static_cast<float>(v[d]); break;
-      case DType::F64: a.data<double>()[i] = v[d]; break;
-      case DType::I64: a.data<int64_t>()[i] = static_cast<int64_t>(v[d]); break;
-      case DType::I32: a.data<int32_t>()[i] = static_cast<int32_t>(v[d]); break;
-      case DType::Bool: case DType::U8: a.data<uint8_t>()[i] = v[d] != 0; break;
-      default: FAIL("unsupported dtype for '" << x.name << "'");
-    }
-  }
-  return a;
-}
-
-std::vector<double> to_doubles(const Array& a) {
-  std::vector<double> v(static_cast<size_t>(a.numel()));
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    auto d = static_cast<size_t>(i);
-    switch (a.dtype()) {
-      case DType::F32: v[d] = a.data<float>()[i]; break;
-      case DType::F64: v[d] = a.data<double>()[i]; break;
-      case DType::I64: v[d] = static_cast<double>(a.data<int64_t>()[i]); break;
-      case DType::I32: v[d] = a.data<int32_t>()[i]; break;
-      case DType::Bool: case DType::U8: v[d] = a.data<uint8_t>()[i]; break;
-      default: break;
-    }
-  }
-  return v;
-}
-
-}  // namespace
 
 void check_kernel(const KernelCase& c) {
   CAPTURE(c.name);
@@ -79,7 +44,7 @@ void check_kernel(const KernelCase& c) {
     const Tensor& x = g.tensors[t];
     if (x.kind == TensorKind::Parameter || x.kind == TensorKind::Buffer || x.kind == TensorKind::Constant) {
       if (x.producer >= 0 || x.dtype == DType::Undefined) continue;
-      state[static_cast<int>(t)] = make_array(x, host_values(x), backend, MemoryKind::Parameters);
+      state[static_cast<int>(t)] = array_of(x, host_values(x), backend, MemoryKind::Parameters);
       state_ids.push_back(static_cast<int>(t));
     }
   }
@@ -87,7 +52,7 @@ void check_kernel(const KernelCase& c) {
     std::vector<Array> in;
     for (int t : g.inputs) {
       const Tensor& x = g.tensors[static_cast<size_t>(t)];
-      in.push_back(make_array(x, host_values(x), backend, MemoryKind::Inputs));
+      in.push_back(array_of(x, host_values(x), backend, MemoryKind::Inputs));
     }
     return in;
   };
@@ -103,7 +68,7 @@ void check_kernel(const KernelCase& c) {
     size_t k = 0;
     while (k < g.outputs.size() && g.outputs[k] != t) ++k;
     REQUIRE_MESSAGE(k < g.outputs.size(), "'" << name << "' is not a graph output");
-    std::vector<double> got = to_doubles(outs[k]);
+    std::vector<double> got = values_of(outs[k], backend);
     REQUIRE(got.size() == want.size());
     for (size_t i = 0; i < got.size(); ++i) {
       CAPTURE(i);
@@ -121,7 +86,7 @@ void check_kernel(const KernelCase& c) {
     if (!dtype_is_float(y.dtype)) continue;
     std::vector<double> r;
     for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
-    weights[k] = make_array(y, r, backend, MemoryKind::Transients);
+    weights[k] = array_of(y, r, backend, MemoryKind::Transients);
     wptr[k] = &weights[k];
   }
   auto objective = [&]() {
@@ -129,14 +94,14 @@ void check_kernel(const KernelCase& c) {
     double f = 0;
     for (size_t k = 0; k < o.size(); ++k) {
       if (!wptr[k]) continue;
-      std::vector<double> a = to_doubles(o[k]), r = to_doubles(*wptr[k]);
+      std::vector<double> a = values_of(o[k], backend), r = values_of(*wptr[k], backend);
       for (size_t i = 0; i < a.size(); ++i) f += a[i] * r[i];
     }
     return f;
   };
   ex.backward_from(make_inputs(), wptr, ctx);
   std::map<int, std::vector<double>> grads;
-  for (int t : ex.gradient_tensors()) grads[t] = to_doubles(ex.gradient(t));
+  for (int t : ex.gradient_tensors()) grads[t] = values_of(ex.gradient(t), backend);
   REQUIRE_MESSAGE(!grads.empty(), "no input takes a gradient: set gradient = false");
 
   for (const auto& [t, grad] : grads) {
@@ -156,7 +121,7 @@ void check_kernel(const KernelCase& c) {
         std::vector<double> p = base;
         for (size_t i = 0; i < p.size(); ++i) p[i] += s * v[i];
         host[x.name] = p;
-        if (state.count(t)) state[t] = make_array(x, p, backend, MemoryKind::Parameters);
+        if (state.count(t)) state[t] = array_of(x, p, backend, MemoryKind::Parameters);
       };
       set(eps);
       double fp = objective();

@@ -17,31 +17,15 @@
 #include "launcher/runtime/cuda/backend.h"
 #include "tests/launcher/runtime/backend_compare.h"
 #include "tests/launcher/runtime/fixture_training.h"
-#ifdef TENSOROPT_HAVE_CUDA
-#include "launcher/runtime/cuda/loader.h"
-#endif
+#include "tests/gpu.h"
 
 namespace tensoropt::test {
 namespace {
 
-// The real driver when a GPU is visible; else nullptr with the reason printed.
+// The real driver when a GPU is visible; else nullptr, with the reason printed.
 const TensoroptCudaDriver* gpu_driver(const char* test) {
-#ifdef TENSOROPT_HAVE_CUDA
-  if (!std::getenv("TENSOROPT_CUDA_MODULE")) {
-    const auto beside = std::filesystem::path(TENSOROPT_BINARY).parent_path() / "libtensoropt_cuda.so";
-    setenv("TENSOROPT_CUDA_MODULE", beside.c_str(), 1);
-  }
-  std::string why;
-  const TensoroptCudaModule* module = runtime::cuda::load_module(&why);
-  if (module && runtime::cuda::gpu_count(*module, &why) > 0) return module->driver();
-  std::printf("GPU test skipped: %s: %s\n", test, why.c_str());
-  MESSAGE("GPU test skipped: " << why);
-  return nullptr;
-#else
-  std::printf("GPU test skipped: %s: this build has no CUDA support\n", test);
-  MESSAGE("GPU test skipped: this build has no CUDA support");
-  return nullptr;
-#endif
+  const TensoroptCudaModule* module = gpu_module(test);
+  return module ? module->driver() : nullptr;
 }
 
 }  // namespace
