@@ -170,14 +170,17 @@ void segment_sum(CudaBackend& be, const StepContext& ctx, const Segments& s, con
   if (outer * rows * width == 0) return;
   TO_CHECK(s.src_row.size() == s.target.size() && (s.weight.empty() || s.weight.size() == s.target.size()));
   // A stable counting sort of the entries by target: offsets [rows + 1], then the source rows.
-  std::vector<int64_t> packed(static_cast<size_t>(rows) + 1, 0);
+  size_t entries = 0;
   for (int64_t t : s.target) {
     TO_CHECK(t < rows);
+    entries += t >= 0;
+  }
+  const auto first = static_cast<size_t>(rows) + 1;
+  std::vector<int64_t> packed(first + entries, int64_t{0});
+  for (int64_t t : s.target) {
     if (t >= 0) ++packed[static_cast<size_t>(t) + 1];
   }
-  for (size_t r = 1; r < packed.size(); ++r) packed[r] += packed[r - 1];
-  const size_t first = packed.size();
-  packed.resize(first + static_cast<size_t>(packed.back()));
+  for (size_t r = 1; r < first; ++r) packed[r] += packed[r - 1];
   std::vector<int64_t> at(packed.begin(), packed.begin() + rows);
   std::vector<float> weight(s.weight.empty() ? 0 : packed.size() - first);
   for (size_t e = 0; e < s.target.size(); ++e) {
