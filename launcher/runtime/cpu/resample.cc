@@ -1,22 +1,9 @@
 // CPU kernels of graph/ops/resample.cc (see kernels.h): Resize and Upsample, DepthToSpace and
 // SpaceToDepth.
 //
-// Resize (opset 11-17) maps output position x of each axis to a source coordinate
-//   half_pixel (default)  (x + 0.5) / s - 0.5     pytorch_half_pixel  the same, 0 when out = 1
-//   align_corners         x (in - 1) / (out - 1)  asymmetric          x / s
-//   tf_half_pixel_for_nn  (x + 0.5) / s
-// with s the axis' scale (the `scales` input, or out / in when `sizes` is given), then
-//   nearest  reads the source rounded by nearest_mode (round_prefer_floor, round_prefer_ceil,
-//            floor, ceil), clamped to [0, in); any dtype. dx scatter-adds dout back.
-//   linear   weights the 2 neighbours floor(c), floor(c) + 1 by 1 - f, f (f = c - floor(c)),
-//   cubic    the 4 neighbours floor(c) - 1 .. floor(c) + 2 by Keys' cubic with a = cubic_coeff_a;
-//            exclude_outside zeroes the weights of neighbours outside the axis and renormalises;
-//            neighbours outside read the edge element (the ONNX reference pads by 'edge').
-//            float32; applied one axis at a time (separable), backward is the transpose of each
-//            pass in reverse order.
-// Upsample (opset 7-9) is Resize with asymmetric coordinates; nearest rounds down (scales >= 1).
-// tf_crop_and_resize, antialias, axes and keep_aspect_ratio_policy other than stretch (opset 18)
-// are refused.
+// Resize and Upsample as ../resample_plan.h maps them: nearest gathers the plan's index maps (any
+// dtype) and scatter-adds dout back; linear and cubic apply the plan's taps one axis at a time
+// (float32), backward the transpose of each pass in reverse order.
 //
 // Shapes legend: [pre, in, post] around the resized axis, out = its output size.
 #include <algorithm>
@@ -28,137 +15,27 @@
 #include "launcher/runtime/cpu/kernels.h"
 #include "launcher/runtime/cpu/movement_copy.h"
 #include "launcher/runtime/cpu/movement_kernels.h"
+#include "launcher/runtime/resample_plan.h"
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
 namespace {
 
-struct ResizeSpec {
-  std::string mode, coord, nearest;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  std::vector<double> scales;  // per axis
-};
+using resample::AxisTaps;
+using resample::ResizeSpec;
+using resample::interp_taps;
 
+// The plan's spec, the scales input's values read here.
 ResizeSpec resize_spec(const Node& n, const Shape& in, const Shape& out, const Array* scales, const Array* sizes) {
-  ResizeSpec r;
-  const bool upsample = n.op_type == "Upsample";
-  r.mode = n.attr_string("mode", "nearest");
-  r.coord = upsample ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");
-  r.nearest = upsample ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");
-  r.cubic_a = n.attr_float("cubic_coeff_a", -0.75);
-  r.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
-  auto one_of = [](const std::string& v, std::initializer_list<const char*> allowed) {
-    return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
-  };
-  if (!one_of(r.mode, {"nearest", "linear", "cubic"}) || (upsample && r.mode == "cubic")) {
-    kernel_error(n, "mode '" + r.mode + "' is not supported");
+  std::vector<double> values;
+  for (int64_t a = 0; scales && a < scales->numel(); ++a) {
+    values.push_back(scales->dtype() == DType::F64 ? scales->data<double>()[a] : scales->data<float>()[a]);
   }
-  if (!one_of(r.coord, {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"})) {
-    kernel_error(n, "coordinate_transformation_mode '" + r.coord + "' is not supported");
-  }
-  if (!one_of(r.nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})) {
-    kernel_error(n, "nearest_mode '" + r.nearest + "' is not supported");
-  }
-  if (n.attr_int("antialias", 0) != 0 || n.attr("axes") ||
-      n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
-    kernel_error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
-  }
-  if (sizes && sizes->numel() > 0) {
-    for (size_t a = 0; a < in.size(); ++a) r.scales.push_back(static_cast<double>(out[a]) / static_cast<double>(in[a]));
-  } else if (scales) {
-    for (int64_t a = 0; a < scales->numel(); ++a) {
-      r.scales.push_back(scales->dtype() == DType::F64 ? scales->data<double>()[a] : scales->data<float>()[a]);
-    }
-  } else if (const Attribute* a = n.attr("scales")) {
-    r.scales = a->floats;  // Upsample-7
-  } else {
-    kernel_error(n, "no scales");
-  }
-  for (size_t a = 0; a < in.size(); ++a) {
-    if (upsample && r.mode == "nearest" && r.scales[a] < 1) {
-      kernel_error(n, "Upsample nearest with a scale below 1 is not supported");
-    }
-  }
-  return r;
+  return resample::resize_spec(n, in, out, scales ? &values : nullptr, sizes && sizes->numel() > 0);
 }
 
-double source_coord(const ResizeSpec& r, int64_t x, double scale, int64_t in, int64_t out) {
-  const auto xd = static_cast<double>(x);
-  if (r.coord == "align_corners") {
-    return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
-  }
-  if (r.coord == "asymmetric") return xd / scale;
-  if (r.coord == "tf_half_pixel_for_nn") return (xd + 0.5) / scale;
-  if (r.coord == "pytorch_half_pixel" && out == 1) return 0.0;
-  return (xd + 0.5) / scale - 0.5;
-}
-
-int64_t nearest_index(const ResizeSpec& r, double c, int64_t in) {
-  double f = std::floor(c), frac = c - f;
-  double v = r.nearest == "floor" ? f
-           : r.nearest == "ceil" ? std::ceil(c)
-           : r.nearest == "round_prefer_ceil" ? (frac < 0.5 ? f : f + 1)
-           : (frac <= 0.5 ? f : f + 1);
-  return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
-}
-
-// ---- nearest: an index map per axis (gather_axes, any dtype), scatter_add_axes back.
-AxisMaps nearest_maps(const ResizeSpec& r, const Shape& in, const Shape& out) {
-  AxisMaps m{in, {}};
-  for (size_t a = 0; a < in.size(); ++a) {
-    std::vector<int64_t> map(static_cast<size_t>(out[a]));
-    for (int64_t x = 0; x < out[a]; ++x) {
-      map[static_cast<size_t>(x)] = nearest_index(r, source_coord(r, x, r.scales[a], in[a], out[a]), in[a]);
-    }
-    m.map.push_back(std::move(map));
-  }
-  return m;
-}
-
-// ---- linear and cubic: per axis, `taps` source indices and weights for each output position.
-struct AxisTaps {
-  int axis = 0;
-  int64_t taps = 0, in = 0, out = 0;
-  std::vector<int64_t> index;  // [out, taps], clamped to [0, in)
-  std::vector<float> weight;   // [out, taps]
-};
-
-std::vector<double> tap_weights(const ResizeSpec& r, double f) {
-  if (r.mode == "linear") return {1 - f, f};
-  const double A = r.cubic_a, g = 1 - f;
-  return {((A * (f + 1) - 5 * A) * (f + 1) + 8 * A) * (f + 1) - 4 * A, ((A + 2) * f - (A + 3)) * f * f + 1,
-          ((A + 2) * g - (A + 3)) * g * g + 1, ((A * (g + 1) - 5 * A) * (g + 1) + 8 * A) * (g + 1) - 4 * A};
-}
-
-// The axes whose output is not a plain copy of the input, with their taps.
-std::vector<AxisTaps> interp_taps(const ResizeSpec& r, const Shape& in, const Shape& out) {
-  std::vector<AxisTaps> axes;
-  for (size_t a = 0; a < in.size(); ++a) {
-    AxisTaps t{static_cast<int>(a), r.mode == "linear" ? 2 : 4, in[a], out[a], {}, {}};
-    bool identity = in[a] == out[a];
-    for (int64_t x = 0; x < out[a]; ++x) {
-      double c = source_coord(r, x, r.scales[a], in[a], out[a]), fl = std::floor(c);
-      std::vector<double> w = tap_weights(r, c - fl);
-      auto first = static_cast<int64_t>(fl) - (t.taps == 4 ? 1 : 0);
-      double total = 0;
-      for (int64_t k = 0; k < t.taps; ++k) {
-        int64_t i = first + k;
-        if (r.exclude_outside && (i < 0 || i >= in[a])) w[static_cast<size_t>(k)] = 0;
-        total += w[static_cast<size_t>(k)];
-      }
-      for (int64_t k = 0; k < t.taps; ++k) {
-        double wk = r.exclude_outside ? w[static_cast<size_t>(k)] / total : w[static_cast<size_t>(k)];
-        int64_t i = std::clamp<int64_t>(first + k, 0, in[a] - 1);
-        t.index.push_back(i);
-        t.weight.push_back(static_cast<float>(wk));
-        identity = identity && (wk == 0 || (wk == 1 && i == x));
-      }
-    }
-    if (!identity) axes.push_back(std::move(t));
-  }
-  return axes;
-}
+// ---- nearest: the plan's index maps over the input (gather_axes, any dtype), scattered back.
+AxisMaps nearest_axis_maps(const ResizeSpec& r, const Shape& in, const Shape& out) { return {in, resample::nearest_maps(r, in, out)}; }
 
 // dst[p, o, q] = sum_k weight[o, k] src[p, index[o, k], q].
 void interp_axis(const float* src, float* dst, int64_t pre, int64_t post, const AxisTaps& t, int threads) {
@@ -207,7 +84,7 @@ void resize_forward(const OpCall& c) {
   Array& y = *c.out[0];
   ResizeSpec r = resize_spec(c.node, x.shape(), y.shape(), optional_input(c, scales), optional_input(c, 3));
   if (r.mode == "nearest") {
-    AxisMaps m = nearest_maps(r, x.shape(), y.shape());
+    AxisMaps m = nearest_axis_maps(r, x.shape(), y.shape());
     gather_axes(m, x.raw(), y.raw(), dtype_size(x.dtype()), /*fill=*/nullptr, c.ctx.threads);
     return;
   }
@@ -234,7 +111,7 @@ void resize_backward(const GradCall& c) {
   Array& dx = *c.din[0];
   ResizeSpec r = resize_spec(c.node, dx.shape(), dy.shape(), kept(c, 0), kept(c, 1));
   if (r.mode == "nearest") {
-    scatter_add_axes(nearest_maps(r, dx.shape(), dy.shape()), dy.data<float>(), dx.data<float>(), c.ctx.threads);
+    scatter_add_axes(nearest_axis_maps(r, dx.shape(), dy.shape()), dy.data<float>(), dx.data<float>(), c.ctx.threads);
     return;
   }
   std::vector<AxisTaps> passes = interp_taps(r, dx.shape(), dy.shape());

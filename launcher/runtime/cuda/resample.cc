@@ -16,6 +16,7 @@
 #include <string>
 
 #include "launcher/runtime/cpu/movement_kernels.h"
+#include "launcher/runtime/resample_plan.h"
 #include "launcher/runtime/cuda/movement.h"
 
 namespace tensoropt::runtime::cuda {
@@ -27,124 +28,18 @@ using cpu::keep_inputs;
 using cpu::optional_input;
 using cpu::outer_of;
 
-struct ResizeSpec {
-  std::string mode, coord, nearest;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  std::vector<double> scales;  // per axis
-};
+using resample::AxisTaps;
+using resample::ResizeSpec;
+using resample::interp_taps;
 
-ResizeSpec resize_spec(CudaBackend& be, const Node& n, const Shape& in, const Shape& out, const Array* scales,
-                       const Array* sizes) {
-  ResizeSpec r;
-  const bool upsample = n.op_type == "Upsample";
-  r.mode = n.attr_string("mode", "nearest");
-  r.coord = upsample ? "asymmetric" : n.attr_string("coordinate_transformation_mode", "half_pixel");
-  r.nearest = upsample ? "floor" : n.attr_string("nearest_mode", "round_prefer_floor");
-  r.cubic_a = n.attr_float("cubic_coeff_a", -0.75);
-  r.exclude_outside = n.attr_int("exclude_outside", 0) != 0;
-  auto one_of = [](const std::string& v, std::initializer_list<const char*> allowed) {
-    return std::find(allowed.begin(), allowed.end(), v) != allowed.end();
-  };
-  if (!one_of(r.mode, {"nearest", "linear", "cubic"}) || (upsample && r.mode == "cubic")) {
-    kernel_error(n, "mode '" + r.mode + "' is not supported");
-  }
-  if (!one_of(r.coord, {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn"})) {
-    kernel_error(n, "coordinate_transformation_mode '" + r.coord + "' is not supported");
-  }
-  if (!one_of(r.nearest, {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"})) {
-    kernel_error(n, "nearest_mode '" + r.nearest + "' is not supported");
-  }
-  if (n.attr_int("antialias", 0) != 0 || n.attr("axes") || n.attr_string("keep_aspect_ratio_policy", "stretch") != "stretch") {
-    kernel_error(n, "antialias, axes and keep_aspect_ratio_policy (opset 18) are not supported");
-  }
-  if (sizes && sizes->numel() > 0) {
-    for (size_t a = 0; a < in.size(); ++a) r.scales.push_back(static_cast<double>(out[a]) / static_cast<double>(in[a]));
-  } else if (scales) {
-    r.scales = host_reals(be, scales);
-  } else if (const Attribute* a = n.attr("scales")) {
-    r.scales = a->floats;  // Upsample-7
-  } else {
-    kernel_error(n, "no scales");
-  }
-  if (r.scales.size() != in.size()) kernel_error(n, "scales has " + std::to_string(r.scales.size()) + " values for " + std::to_string(in.size()) + " axes");
-  for (size_t a = 0; a < in.size(); ++a) {
-    if (upsample && r.mode == "nearest" && r.scales[a] < 1) kernel_error(n, "Upsample nearest with a scale below 1 is not supported");
-  }
-  return r;
+// The plan's spec, the scales input's values downloaded.
+ResizeSpec resize_spec(CudaBackend& be, const Node& n, const Shape& in, const Shape& out, const Array* scales, const Array* sizes) {
+  const std::vector<double> values = scales ? host_reals(be, scales) : std::vector<double>{};
+  return resample::resize_spec(n, in, out, scales ? &values : nullptr, sizes && sizes->numel() > 0);
 }
 
-double source_coord(const ResizeSpec& r, int64_t x, double scale, int64_t in, int64_t out) {
-  const auto xd = static_cast<double>(x);
-  if (r.coord == "align_corners") return out == 1 ? 0.0 : xd * static_cast<double>(in - 1) / static_cast<double>(out - 1);
-  if (r.coord == "asymmetric") return xd / scale;
-  if (r.coord == "tf_half_pixel_for_nn") return (xd + 0.5) / scale;
-  if (r.coord == "pytorch_half_pixel" && out == 1) return 0.0;
-  return (xd + 0.5) / scale - 0.5;
-}
-
-int64_t nearest_index(const ResizeSpec& r, double c, int64_t in) {
-  const double f = std::floor(c), frac = c - f;
-  const double v = r.nearest == "floor"               ? f
-                   : r.nearest == "ceil"              ? std::ceil(c)
-                   : r.nearest == "round_prefer_ceil" ? (frac < 0.5 ? f : f + 1)
-                                                      : (frac <= 0.5 ? f : f + 1);
-  return std::clamp<int64_t>(static_cast<int64_t>(v), 0, in - 1);
-}
-
-AxisMaps nearest_maps(const ResizeSpec& r, const Shape& in, const Shape& out) {
-  AxisMaps m{in, {}};
-  for (size_t a = 0; a < in.size(); ++a) {
-    std::vector<int64_t> map(static_cast<size_t>(out[a]));
-    for (int64_t x = 0; x < out[a]; ++x) map[static_cast<size_t>(x)] = nearest_index(r, source_coord(r, x, r.scales[a], in[a], out[a]), in[a]);
-    m.map.push_back(std::move(map));
-  }
-  return m;
-}
-
-// ---- linear and cubic: per axis, `taps` source indices and weights for each output position.
-struct AxisTaps {
-  int axis = 0;
-  int64_t taps = 0, in = 0, out = 0;
-  std::vector<int64_t> index;  // [out, taps], clamped to [0, in)
-  std::vector<float> weight;   // [out, taps]
-};
-
-std::vector<double> tap_weights(const ResizeSpec& r, double f) {
-  if (r.mode == "linear") return {1 - f, f};
-  const double A = r.cubic_a, g = 1 - f;
-  return {((A * (f + 1) - 5 * A) * (f + 1) + 8 * A) * (f + 1) - 4 * A, ((A + 2) * f - (A + 3)) * f * f + 1,
-          ((A + 2) * g - (A + 3)) * g * g + 1, ((A * (g + 1) - 5 * A) * (g + 1) + 8 * A) * (g + 1) - 4 * A};
-}
-
-// The axes whose output is not a plain copy of the input, with their taps.
-std::vector<AxisTaps> interp_taps(const ResizeSpec& r, const Shape& in, const Shape& out) {
-  std::vector<AxisTaps> axes;
-  for (size_t a = 0; a < in.size(); ++a) {
-    AxisTaps t{static_cast<int>(a), r.mode == "linear" ? 2 : 4, in[a], out[a], {}, {}};
-    bool identity = in[a] == out[a];
-    for (int64_t x = 0; x < out[a]; ++x) {
-      const double c = source_coord(r, x, r.scales[a], in[a], out[a]), fl = std::floor(c);
-      std::vector<double> w = tap_weights(r, c - fl);
-      const auto first = static_cast<int64_t>(fl) - (t.taps == 4 ? 1 : 0);
-      double total = 0;
-      for (int64_t k = 0; k < t.taps; ++k) {
-        const int64_t i = first + k;
-        if (r.exclude_outside && (i < 0 || i >= in[a])) w[static_cast<size_t>(k)] = 0;
-        total += w[static_cast<size_t>(k)];
-      }
-      for (int64_t k = 0; k < t.taps; ++k) {
-        const double wk = r.exclude_outside ? w[static_cast<size_t>(k)] / total : w[static_cast<size_t>(k)];
-        const int64_t i = std::clamp<int64_t>(first + k, 0, in[a] - 1);
-        t.index.push_back(i);
-        t.weight.push_back(static_cast<float>(wk));
-        identity = identity && (wk == 0 || (wk == 1 && i == x));
-      }
-    }
-    if (!identity) axes.push_back(std::move(t));
-  }
-  return axes;
-}
+// ---- nearest: the plan's index maps over the input (gather_axes, any dtype), scattered back.
+AxisMaps nearest_axis_maps(const ResizeSpec& r, const Shape& in, const Shape& out) { return {in, resample::nearest_maps(r, in, out)}; }
 
 // The entries of one pass: forward, output position o sums weight * src[index]; backward (the
 // transpose), source position index sums weight * dout[o]. Entries in (o, tap) order, as the CPU.
@@ -169,7 +64,7 @@ void resize_forward(CudaBackend& be, const OpCall& c) {
   Array& y = *c.out[0];
   const ResizeSpec r = resize_spec(be, c.node, x.shape(), y.shape(), optional_input(c, scales), optional_input(c, 3));
   if (r.mode == "nearest") {
-    gather_maps(be, c.ctx, c.node, nearest_maps(r, x.shape(), y.shape()), x, y);
+    gather_maps(be, c.ctx, c.node, nearest_axis_maps(r, x.shape(), y.shape()), x, y);
     return;
   }
   if (x.dtype() != DType::F32) kernel_error(c.node, "mode '" + r.mode + "' needs float32 data");
@@ -196,7 +91,7 @@ void resize_backward(CudaBackend& be, const GradCall& c) {
   require_f32(c.node, dy, "the output gradient");
   const ResizeSpec r = resize_spec(be, c.node, dx.shape(), dy.shape(), kept(c, 0), kept(c, 1));
   if (r.mode == "nearest") {
-    scatter_maps(be, c.ctx, c.node, nearest_maps(r, dx.shape(), dy.shape()), dy, dx);
+    scatter_maps(be, c.ctx, c.node, nearest_axis_maps(r, dx.shape(), dy.shape()), dy, dx);
     return;
   }
   const std::vector<AxisTaps> passes = interp_taps(r, dx.shape(), dy.shape());
