@@ -1,6 +1,7 @@
 #include "launcher/runtime/allocator.h"
 
 #include <cstdlib>
+#include <unistd.h>
 #include <string>
 
 #include "graph/units.h"
@@ -90,6 +91,10 @@ void Allocator::reset_peaks() {
 }
 
 void* HostAllocator::raw_allocate(int64_t bytes) {
+  // More than the machine has can never be had: say so instead of asking (an overcommitting
+  // kernel may grant it and kill the process on first touch).
+  static const int64_t physical = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGESIZE);
+  if (physical > 0 && bytes > physical) throw OutOfMemory("the machine has " + with_commas(physical) + " bytes of memory");
   auto rounded = static_cast<size_t>((bytes + 63) / 64 * 64);
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw std::bad_alloc();
