@@ -89,6 +89,9 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
 }
 
 std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const StepContext& ctx) {
+  // The weights as the optimizer left them (or as given, before any step): the working copies
+  // follow the masters, as a step's do.
+  for (auto& [t, w] : working_) backend_.convert(state_.at(t), w);
   run_forward(inputs, ctx, /*loss_pass=*/false);
   std::vector<Array> out;
   for (int t : g_.outputs) {

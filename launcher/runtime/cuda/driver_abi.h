@@ -33,9 +33,10 @@ enum { TO_CUDA_OK = 0, TO_CUDA_OUT_OF_MEMORY = 1, TO_CUDA_FAILED = 2 };
 // tensoropt's DType values (graph/dtype.h; backend.cc static_asserts they agree).
 enum { TO_DTYPE_F32 = 1, TO_DTYPE_BF16 = 3, TO_DTYPE_F64 = 4, TO_DTYPE_I32 = 7, TO_DTYPE_I64 = 8, TO_DTYPE_U8 = 9, TO_DTYPE_BOOL = 13 };
 
-// Unary float32 maths, one code per ONNX op (device/unary.h says what each computes and which of
-// x or y its backward reads). alpha and beta carry the attributes: LeakyRelu, Elu, Celu and
-// ThresholdedRelu alpha; Selu alpha, gamma; HardSigmoid alpha, beta; Shrink bias, lambd.
+// Unary float maths (computed in float32), one code per ONNX op (device/unary.h says what each
+// computes and which of x or y its backward reads). alpha and beta carry the attributes:
+// LeakyRelu, Elu, Celu and ThresholdedRelu alpha; Selu alpha, gamma; HardSigmoid alpha, beta;
+// Shrink bias, lambd.
 enum {
   TO_UNARY_RELU, TO_UNARY_LEAKY_RELU, TO_UNARY_SIGMOID, TO_UNARY_TANH, TO_UNARY_ERF, TO_UNARY_EXP, TO_UNARY_LOG,
   TO_UNARY_SQRT, TO_UNARY_RECIPROCAL, TO_UNARY_NEG, TO_UNARY_ABS, TO_UNARY_FLOOR, TO_UNARY_CEIL, TO_UNARY_ROUND,
@@ -44,7 +45,7 @@ enum {
   TO_UNARY_SHRINK, TO_UNARY_TAN, TO_UNARY_ATAN, TO_UNARY_ASIN, TO_UNARY_ACOS, TO_UNARY_SINH, TO_UNARY_COSH,
   TO_UNARY_GELU, TO_UNARY_GELU_TANH, TO_UNARY_SILU, TO_UNARY_COUNT
 };
-// Binary float32 arithmetic with numpy broadcasting.
+// Binary float arithmetic with numpy broadcasting (computed in float32).
 enum { TO_BINARY_ADD, TO_BINARY_SUB, TO_BINARY_MUL, TO_BINARY_DIV, TO_BINARY_POW, TO_BINARY_MIN, TO_BINARY_MAX, TO_BINARY_COUNT };
 
 #define TO_MAX_RANK 8
@@ -59,22 +60,26 @@ struct TensoroptBroadcast {
 
 // out[i] = op(a[..], b[..]) over the broadcast output; and its backward: da_full[i] and
 // db_full[i], the per-output-element gradient terms (each may be null), which the caller sums to
-// the operands' shapes with `sum_to`.
+// the operands' shapes with `sum_to`. a, b, out and dout are float32 or bfloat16 each (their
+// TO_DTYPE_*: bfloat16 as stored under mixed precision), computed in float32; the terms float32.
 struct TensoroptBinary {
   int op;
-  const float* a;
-  const float* b;
-  float* out;
-  const float* dout;   // backward only
+  const void* a;
+  const void* b;
+  void* out;
+  const void* dout;    // backward only
   float* da_full;      // backward only, output-shaped
   float* db_full;      // backward only, output-shaped
+  int a_dtype, b_dtype, out_dtype, dout_dtype;
   struct TensoroptBroadcast shape;
 };
 
 // dst[j] = sum of src over the axes where dst_stride is 0: src is `rank`-d of `shape` (row-major),
-// dst element of src coordinate c is at sum(c[k] * dst_stride[k]).
+// dst element of src coordinate c is at sum(c[k] * dst_stride[k]). src float32 or bfloat16
+// (src_dtype), summed in float32.
 struct TensoroptSumTo {
-  const float* src;
+  const void* src;
+  int src_dtype;
   float* dst;
   int64_t dst_count;
   struct TensoroptBroadcast shape;  // shape = src's; a_stride = dst's strides; b_stride unused
@@ -158,10 +163,13 @@ struct TensoroptCudaDriver {
   int (*adam)(TensoroptCudaDevice* dev, const struct TensoroptAdam* args);
 
   // Kernels.
-  int (*unary)(TensoroptCudaDevice* dev, int op, const float* x, float* y, int64_t n, float alpha, float beta);
-  // dx = dy * f'(s), s the input x (or the output y for ops differentiated from it: device/elementwise.h).
-  int (*unary_backward)(TensoroptCudaDevice* dev, int op, const float* s, const float* dy, float* dx, int64_t n, float alpha,
-                        float beta);
+  // y = f(x); x and y float32 or bfloat16 (x_dtype, y_dtype), computed in float32.
+  int (*unary)(TensoroptCudaDevice* dev, int op, const void* x, int x_dtype, void* y, int y_dtype, int64_t n, float alpha,
+               float beta);
+  // dx = dy * f'(s), s the input x (or the output y for ops differentiated from it: device/unary.h);
+  // s and dy float32 or bfloat16, dx float32.
+  int (*unary_backward)(TensoroptCudaDevice* dev, int op, const void* s, int s_dtype, const void* dy, int dy_dtype, float* dx,
+                        int64_t n, float alpha, float beta);
   int (*binary)(TensoroptCudaDevice* dev, const struct TensoroptBinary* args);
   int (*binary_backward)(TensoroptCudaDevice* dev, const struct TensoroptBinary* args);
   int (*sum_to)(TensoroptCudaDevice* dev, const struct TensoroptSumTo* args);

@@ -4,8 +4,10 @@
 // device/unary.h (float32, forward and backward, the backward reading x or y as the catalogue
 // saves it; Relu, Neg, Abs, Sign, Floor, Ceil and Round also int64 and int32, forward only) and
 // Add, Sub, Mul, Div, Pow (float32 on binary.h, with gradients: each operand's per-element term
-// summed back to its shape; float64, int64 and int32 forward on ew_binary). The rest of the
-// family: elementwise_parts.h.
+// summed back to its shape; float64, int64 and int32 forward on ew_binary). Under mixed precision
+// all of them read bfloat16 as stored (OpKernel::takes_bf16): float operands may be float32 or
+// bfloat16 each (a float32 constant beside bfloat16 activations), outputs are written in their
+// storage dtype, input gradients in float32. The rest of the family: elementwise_parts.h.
 #include <string>
 #include <vector>
 
@@ -97,29 +99,31 @@ void unary_forward(CudaBackend& be, const UnaryOp& op, const OpCall& c) {
     cuda_kernels::EwUnaryIntArgs args{op.code, dtype_code(t), c.in[0]->raw(), c.out[0]->raw(), c.out[0]->numel()};
     return be.launch("ew_unary_int", args, c.node.op_type);
   }
-  require_f32(c.node, *c.in[0], "the input");
+  const int x_dtype = require_float(c.node, *c.in[0], "the input");
+  const int y_dtype = require_float(c.node, *c.out[0], "the output");
   float a = 0, b = 0;
   if (op.attrs) op.attrs(c.node, &a, &b);
-  be.check(be.driver().unary(be.device(), unary_code(op, c.node), c.in[0]->data<float>(), c.out[0]->data<float>(),
+  be.check(be.driver().unary(be.device(), unary_code(op, c.node), c.in[0]->raw(), x_dtype, c.out[0]->raw(), y_dtype,
                              c.out[0]->numel(), a, b),
            c.node.op_type);
 }
 
 void unary_backward(CudaBackend& be, const UnaryOp& op, const GradCall& c) {
-  require_f32(c.node, *c.dout[0], "the output gradient");
+  const int dy_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   const int code = unary_code(op, c.node);
   float a = 0, b = 0;
   if (op.attrs) op.attrs(c.node, &a, &b);
   const Array* s = code == TO_UNARY_NEG ? c.dout[0] : cuda_kernels::unary_reads_output(code) ? c.out[0] : c.in[0];
   TO_CHECK(s != nullptr);
-  be.check(be.driver().unary_backward(be.device(), code, s->data<float>(), c.dout[0]->data<float>(), c.din[0]->data<float>(),
+  const int s_dtype = require_float(c.node, *s, "the saved tensor");
+  be.check(be.driver().unary_backward(be.device(), code, s->raw(), s_dtype, c.dout[0]->raw(), dy_dtype, c.din[0]->data<float>(),
                                       c.din[0]->numel(), a, b),
            c.node.op_type);
 }
 
 struct BinaryOp {
   const char* type;
-  int code;     // TO_BINARY_*, for float32
+  int code;     // TO_BINARY_*, for float32 and bfloat16
   int ew_code;  // cuda_kernels::EW_*, for the other dtypes
 };
 const BinaryOp kBinary[] = {{"Add", TO_BINARY_ADD, cuda_kernels::EW_ADD},
@@ -128,10 +132,13 @@ const BinaryOp kBinary[] = {{"Add", TO_BINARY_ADD, cuda_kernels::EW_ADD},
                             {"Div", TO_BINARY_DIV, cuda_kernels::EW_DIV},
                             {"Pow", TO_BINARY_POW, cuda_kernels::EW_POW}};
 
-// Pow's exponent in the base's dtype, as the CPU converts it (a transient when it differs).
-Array exponent_as_base(CudaBackend& be, const Node& node, const Array& base, const Array& exponent, const StepContext& ctx) {
-  if (exponent.dtype() == base.dtype()) return exponent;
-  Array e(base.dtype(), exponent.shape(), *ctx.allocator, MemoryKind::Transients);
+bool float_like(DType t) { return t == DType::F32 || t == DType::BF16; }
+
+// Pow's exponent as the CPU converts it, to the base's dtype (a transient when it differs); a
+// float base (float32, or bfloat16 as stored) takes a float32 or bfloat16 exponent as it is.
+Array exponent_for(CudaBackend& be, const Node& node, DType base, const Array& exponent, const StepContext& ctx) {
+  if (exponent.dtype() == base || (float_like(base) && float_like(exponent.dtype()))) return exponent;
+  Array e(float_like(base) ? DType::F32 : base, exponent.shape(), *ctx.allocator, MemoryKind::Transients);
   cast_array(be, node, exponent, e);
   return e;
 }
@@ -140,37 +147,42 @@ void binary_forward(CudaBackend& be, const BinaryOp& op, const OpCall& c) {
   if (c.in.size() != 2) kernel_error(c.node, "takes exactly two inputs");
   const Array& a = *c.in[0];
   Array b = *c.in[1];
-  if (op.code == TO_BINARY_POW) b = exponent_as_base(be, c.node, a, b, c.ctx);
-  if (a.dtype() != b.dtype()) kernel_error(c.node, "the two inputs have different dtypes");
-  if (a.dtype() != DType::F32) return typed_binary(be, c.node, c.ctx, op.ew_code, a, &b, 0, *c.out[0]);
+  if (op.code == TO_BINARY_POW) b = exponent_for(be, c.node, a.dtype(), b, c.ctx);
+  // float32 and bfloat16 operands are one float type: bfloat16 is a float32 tensor as stored.
+  if (!float_like(a.dtype()) || !float_like(b.dtype())) {
+    if (a.dtype() != b.dtype()) kernel_error(c.node, "the two inputs have different dtypes");
+    return typed_binary(be, c.node, c.ctx, op.ew_code, a, &b, 0, *c.out[0]);
+  }
   TensoroptBinary args{};
   args.op = op.code;
-  args.a = a.data<float>();
-  args.b = b.data<float>();
-  args.out = c.out[0]->data<float>();
+  args.a = a.raw();
+  args.b = b.raw();
+  args.out = c.out[0]->raw();
+  args.a_dtype = dtype_code(a.dtype());
+  args.b_dtype = dtype_code(b.dtype());
+  args.out_dtype = require_float(c.node, *c.out[0], "the output");
   args.shape = broadcast_of(c.node, c.out[0]->shape(), a.shape(), b.shape());
   be.check(be.driver().binary(be.device(), &args), c.node.op_type);
 }
 
 }  // namespace
 
-void binary_backward_f32(CudaBackend& be, int code, const GradCall& c) {
-  require_f32(c.node, *c.dout[0], "the output gradient");
+void binary_backward_float(CudaBackend& be, int code, const GradCall& c) {
   const Shape& out = c.dout[0]->shape();
   Array exponent;
   TensoroptBinary args{};
   args.op = code;
-  args.a = c.in[0] ? c.in[0]->data<float>() : nullptr;
-  if (c.in.size() > 1 && c.in[1]) {
-    if (code == TO_BINARY_POW) {
-      require_f32(c.node, *c.in[0], "the base");
-      exponent = exponent_as_base(be, c.node, *c.in[0], *c.in[1], c.ctx);
-    } else {
-      exponent = *c.in[1];
-    }
-    args.b = exponent.data<float>();
+  if (c.in[0]) {
+    args.a = c.in[0]->raw();
+    args.a_dtype = require_float(c.node, *c.in[0], "the first input");
   }
-  args.dout = c.dout[0]->data<float>();
+  if (c.in.size() > 1 && c.in[1]) {
+    exponent = code == TO_BINARY_POW ? exponent_for(be, c.node, c.in[0] ? c.in[0]->dtype() : DType::F32, *c.in[1], c.ctx) : *c.in[1];
+    args.b = exponent.raw();
+    args.b_dtype = require_float(c.node, exponent, "the second input");
+  }
+  args.dout = c.dout[0]->raw();
+  args.dout_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   args.shape = broadcast_of(c.node, out, c.in_shapes[0], c.in_shapes[1]);
   GradientTerms terms(c, out);
   args.da_full = terms.target(0);
@@ -183,11 +195,14 @@ void register_elementwise(CudaBackend& be, KernelTable& table) {
   for (const UnaryOp& op : kUnary) {
     OpKernel k{[&be, &op](const OpCall& c) { unary_forward(be, op, c); }, nullptr};
     if (!no_gradient(op.code)) k.backward = [&be, &op](const GradCall& c) { unary_backward(be, op, c); };
+    k.takes_bf16 = true;
     table[op.type] = std::move(k);
   }
   for (const BinaryOp& op : kBinary) {
-    table[op.type] = {[&be, &op](const OpCall& c) { binary_forward(be, op, c); },
-                      [&be, &op](const GradCall& c) { binary_backward_f32(be, op.code, c); }};
+    OpKernel k{[&be, &op](const OpCall& c) { binary_forward(be, op, c); },
+               [&be, &op](const GradCall& c) { binary_backward_float(be, op.code, c); }};
+    k.takes_bf16 = true;
+    table[op.type] = std::move(k);
   }
   register_elementwise_arith(be, table);
   register_elementwise_logic(be, table);

@@ -54,7 +54,7 @@ void extremum_forward(CudaBackend& be, const OpCall& c, int op) {
 }
 void extremum_backward(CudaBackend& be, const GradCall& c, int code) {
   if (c.in.size() != 2) kernel_error(c.node, "the gradient of Max and Min is implemented for two inputs");
-  binary_backward_f32(be, code, c);
+  binary_backward_float(be, code, c);
 }
 
 // ---- PRelu(x, slope), slope broadcast to x: y = x > 0 ? x : slope·x;
@@ -69,12 +69,16 @@ void prelu_backward(CudaBackend& be, const GradCall& c) {
   if (!c.in[0]) {
     kernel_error(c.node, "PRelu's input gradient needs x, which the catalogue saves only when the slope takes a gradient too");
   }
-  require_f32(c.node, *c.dout[0], "the output gradient");
   const Shape& out = c.dout[0]->shape();
   TensoroptBinary args{};
-  args.a = c.in[0]->data<float>();
-  args.b = c.in[1] ? c.in[1]->data<float>() : nullptr;
-  args.dout = c.dout[0]->data<float>();
+  args.a = c.in[0]->raw();
+  args.a_dtype = require_float(c.node, *c.in[0], "the input");
+  if (c.in[1]) {
+    args.b = c.in[1]->raw();
+    args.b_dtype = require_float(c.node, *c.in[1], "the slope");
+  }
+  args.dout = c.dout[0]->raw();
+  args.dout_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   args.shape = broadcast_of(c.node, out, c.in_shapes[0], c.in_shapes[1]);
   GradientTerms terms(c, out);
   args.da_full = terms.target(0);

@@ -42,34 +42,47 @@ void test_forward(CudaBackend& be, const OpCall& c, int op) {
   be.launch("ew_test", args, c.node.op_type);
 }
 
-// ---- Where: out = cond ? x : y.
+// ---- Where: out = cond ? x : y. Under mixed precision x and y come as stored and the output is
+// bfloat16: a float32 operand (a constant) is converted to it first, as a transient (choosing,
+// then rounding, is rounding, then choosing).
+const Array& in_dtype_of(CudaBackend& be, const OpCall& c, const Array& x, Array& converted) {
+  const DType t = c.out[0]->dtype();
+  if (x.dtype() == t || (t != DType::BF16 && t != DType::F32) || (x.dtype() != DType::BF16 && x.dtype() != DType::F32)) return x;
+  converted = Array(t, x.shape(), *c.ctx.allocator, MemoryKind::Transients);
+  be.convert(x, converted);
+  return converted;
+}
+
 void where_forward(CudaBackend& be, const OpCall& c) {
   if (c.in[0]->dtype() != DType::Bool) kernel_error(c.node, "the condition is not bool");
-  if (c.in[1]->dtype() != c.in[2]->dtype()) kernel_error(c.node, "x and y have different dtypes");
-  const int64_t width = dtype_size(c.in[1]->dtype());
+  Array x32, y32;
+  const Array& x = in_dtype_of(be, c, *c.in[1], x32);
+  const Array& y = in_dtype_of(be, c, *c.in[2], y32);
+  if (x.dtype() != y.dtype()) kernel_error(c.node, "x and y have different dtypes");
+  const int64_t width = dtype_size(x.dtype());
   if (width != 1 && width != 2 && width != 4 && width != 8)
     kernel_error(c.node, "no CUDA kernel for " + std::string(dtype_name(c.in[1]->dtype())) + " operands");
   const Shape& out = c.out[0]->shape();
   EwWhereArgs args{};
   args.cond = c.in[0]->data<uint8_t>();
-  args.x = c.in[1]->raw();
-  args.y = c.in[2]->raw();
+  args.x = x.raw();
+  args.y = y.raw();
   args.out = c.out[0]->raw();
   args.width = static_cast<int>(width);
-  args.cx = broadcast_of(c.node, out, c.in[0]->shape(), c.in[1]->shape());
-  const TensoroptBroadcast y = broadcast_of(c.node, out, c.in[2]->shape(), c.in[2]->shape());
-  for (int d = 0; d < y.rank; ++d) args.y_stride[d] = y.a_stride[d];
+  args.cx = broadcast_of(c.node, out, c.in[0]->shape(), x.shape());
+  const TensoroptBroadcast ys = broadcast_of(c.node, out, y.shape(), y.shape());
+  for (int d = 0; d < ys.rank; ++d) args.y_stride[d] = ys.a_stride[d];
   be.launch("ew_where", args, c.node.op_type);
 }
 
 void where_backward(CudaBackend& be, const GradCall& c) {
-  require_f32(c.node, *c.dout[0], "the output gradient");
   TO_CHECK(c.in[0] != nullptr);
   const Shape& out = c.dout[0]->shape();
   GradientTerms terms(c, out);
   EwWhereBackwardArgs args{};
   args.cond = c.in[0]->data<uint8_t>();
-  args.dout = c.dout[0]->data<float>();
+  args.dout = c.dout[0]->raw();
+  args.dout_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   args.dx_full = terms.target(1);
   args.dy_full = terms.target(2);
   args.shape = broadcast_of(c.node, out, c.in_shapes[0], c.in_shapes[0]);
@@ -96,7 +109,9 @@ void register_elementwise_logic(CudaBackend& be, KernelTable& table) {
     const int op = entry.second;
     table[entry.first] = {[&be, op](const OpCall& c) { test_forward(be, c, op); }, nullptr};
   }
-  table["Where"] = {[&be](const OpCall& c) { where_forward(be, c); }, [&be](const GradCall& c) { where_backward(be, c); }};
+  OpKernel where{[&be](const OpCall& c) { where_forward(be, c); }, [&be](const GradCall& c) { where_backward(be, c); }};
+  where.takes_bf16 = true;  // bfloat16 as stored
+  table["Where"] = std::move(where);
 }
 
 }  // namespace tensoropt::runtime::cuda

@@ -1,5 +1,6 @@
 // Clip, Dropout and Cast on the CUDA backend, as the CPU's cpu/elementwise.cc (kernel sources:
-// device/elementwise_misc.h). N = elements; x, y, dy, dx are [N].
+// device/elementwise_misc.h). N = elements; x, y, dy, dx are [N]. Dropout and Cast read bfloat16
+// as stored under mixed precision and write their outputs in the storage dtype (takes_bf16).
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -98,11 +99,10 @@ void dropout_forward(CudaBackend& be, const OpCall& c) {
   Array* mask_out = c.out.size() > 1 ? c.out[1] : nullptr;
   double ratio = 0;
   if (!dropout_active(be, c, &ratio)) {
-    copy_array(be, x, y, "Dropout (inactive)");
+    copy_or_cast(be, c.node, x, y);
     if (mask_out) be.fill(*mask_out, 1);
     return;
   }
-  require_f32(c.node, x, "the input");
   if (x.rank() > TO_MAX_RANK) kernel_error(c.node, "the CUDA kernels take at most " + std::to_string(TO_MAX_RANK) + " axes");
   Array mask(DType::Bool, x.shape(), *c.ctx.allocator, MemoryKind::Activations);
   Array scale(DType::F32, {1}, *c.ctx.allocator, MemoryKind::Activations);
@@ -111,8 +111,10 @@ void dropout_forward(CudaBackend& be, const OpCall& c) {
   be.fill(scale, args.scale);
   args.threshold = static_cast<uint64_t>(std::llround(ratio * 16777216.0));
   args.key = splitmix64(splitmix64(splitmix64(c.ctx.seed) ^ static_cast<uint64_t>(c.ctx.step)) ^ static_cast<uint64_t>(c.node_index));
-  args.x = x.data<float>();
-  args.y = y.data<float>();
+  args.x = x.raw();
+  args.y = y.raw();
+  args.x_dtype = require_float(c.node, x, "the input");
+  args.y_dtype = require_float(c.node, y, "the output");
   args.mask = mask.data<uint8_t>();
   args.mask_out = mask_out ? mask_out->data<uint8_t>() : nullptr;
   args.n = x.numel();
@@ -131,10 +133,9 @@ void dropout_forward(CudaBackend& be, const OpCall& c) {
 }
 
 void dropout_backward(CudaBackend& be, const GradCall& c) {
-  if (c.state.saved.empty()) return copy_array(be, *c.dout[0], *c.din[0], "Dropout gradient (inactive)");
-  require_f32(c.node, *c.dout[0], "the output gradient");
-  EwDropoutBackwardArgs args{c.dout[0]->data<float>(), c.din[0]->data<float>(), c.state.saved[0].data<uint8_t>(),
-                             c.state.saved[1].data<float>(), c.din[0]->numel()};
+  if (c.state.saved.empty()) return copy_or_cast(be, c.node, *c.dout[0], *c.din[0]);
+  EwDropoutBackwardArgs args{c.dout[0]->raw(), require_float(c.node, *c.dout[0], "the output gradient"), c.din[0]->data<float>(),
+                             c.state.saved[0].data<uint8_t>(), c.state.saved[1].data<float>(), c.din[0]->numel()};
   be.launch("ew_dropout_backward", args, c.node.op_type);
 }
 
@@ -144,7 +145,8 @@ void dropout_backward(CudaBackend& be, const GradCall& c) {
 void cast_forward(CudaBackend& be, const OpCall& c) {
   int round = EW_ROUND_NONE;
   const auto to = dtype_from_onnx(static_cast<int>(c.node.attr_int("to", 0)));
-  if (c.out[0]->dtype() == DType::F32 && to && *to == DType::F16) round = EW_ROUND_F16;
+  const bool float_out = c.out[0]->dtype() == DType::F32 || c.out[0]->dtype() == DType::BF16;  // bfloat16: as stored
+  if (float_out && to && *to == DType::F16) round = EW_ROUND_F16;
   if (c.out[0]->dtype() == DType::F32 && to && *to == DType::BF16) round = EW_ROUND_BF16;
   cast_array(be, c.node, *c.in[0], *c.out[0], round);
 }
@@ -153,9 +155,14 @@ void cast_forward(CudaBackend& be, const OpCall& c) {
 
 void register_elementwise_misc(CudaBackend& be, KernelTable& table) {
   table["Clip"] = {[&be](const OpCall& c) { clip_forward(be, c); }, [&be](const GradCall& c) { clip_backward(be, c); }};
-  table["Dropout"] = {[&be](const OpCall& c) { dropout_forward(be, c); }, [&be](const GradCall& c) { dropout_backward(be, c); }};
-  table["Cast"] = {[&be](const OpCall& c) { cast_forward(be, c); },
-                   [&be](const GradCall& c) { cast_array(be, c.node, *c.dout[0], *c.din[0]); }};
+  // Dropout and Cast take bfloat16 as stored (OpKernel::takes_bf16); Clip reads float32 copies.
+  OpKernel dropout{[&be](const OpCall& c) { dropout_forward(be, c); }, [&be](const GradCall& c) { dropout_backward(be, c); }};
+  dropout.takes_bf16 = true;
+  table["Dropout"] = std::move(dropout);
+  OpKernel cast{[&be](const OpCall& c) { cast_forward(be, c); },
+                [&be](const GradCall& c) { cast_array(be, c.node, *c.dout[0], *c.din[0]); }};
+  cast.takes_bf16 = true;
+  table["Cast"] = std::move(cast);
 }
 
 }  // namespace tensoropt::runtime::cuda

@@ -58,6 +58,11 @@ void copy_array(CudaBackend& be, const Array& src, Array& dst, const char* what)
   be.check(be.driver().copy_rows(be.device(), dst.raw(), dst.bytes(), src.raw(), src.bytes(), src.bytes(), 1), what);
 }
 
+void copy_or_cast(CudaBackend& be, const Node& node, const Array& src, Array& dst) {
+  if (src.dtype() == dst.dtype()) copy_array(be, src, dst, node.op_type.c_str());
+  else cast_array(be, node, src, dst);
+}
+
 float* GradientTerms::target(size_t k) {
   Array* d = c_.din[k];
   if (!d) return nullptr;
@@ -76,8 +81,8 @@ void sum_gradients(CudaBackend& be, const GradCall& c, float factor) {
   for (size_t k = 0; k < c.din.size(); ++k) {
     Array* d = c.din[k];
     if (!d) continue;
-    require_f32(c.node, *c.dout[0], "the output gradient");
-    if (d->shape() == c.dout[0]->shape()) copy_array(be, *c.dout[0], *d, "gradient copy");
+    require_float(c.node, *c.dout[0], "the output gradient");
+    if (d->shape() == c.dout[0]->shape()) copy_or_cast(be, c.node, *c.dout[0], *d);
     else sum_onto(be, c.node, *c.dout[0], *d);
     if (factor != 1.0f) be.scale(*d, factor);
   }

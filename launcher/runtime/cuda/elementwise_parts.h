@@ -24,6 +24,9 @@ void typed_binary(CudaBackend& be, const Node& node, const StepContext& ctx, int
 void cast_array(CudaBackend& be, const Node& node, const Array& src, Array& dst, int round = cuda_kernels::EW_ROUND_NONE);
 // dst = src byte for byte (same bytes).
 void copy_array(CudaBackend& be, const Array& src, Array& dst, const char* what);
+// dst = src: a copy when their dtypes agree, else converted (cast_array): a bfloat16 tensor as
+// stored into a float32 one, say.
+void copy_or_cast(CudaBackend& be, const Node& node, const Array& src, Array& dst);
 
 // Gradient terms of a broadcast op, output-shaped: target(k) is din[k] itself when input k has
 // the output's shape, else an output-shaped transient that finish() sums onto din[k]; null when
@@ -40,12 +43,13 @@ class GradientTerms {
   std::vector<Array> full_;
 };
 
-// din[k] = dout summed onto input k's shape, times `factor`, for every wanted k (Add-like
-// gradients: Sum, Mean, Mod's dividend).
+// din[k] = dout (float32 or bfloat16) summed onto input k's shape, times `factor`, for every
+// wanted k (Add-like gradients: Sum, Mean, Mod's dividend).
 void sum_gradients(CudaBackend& be, const GradCall& c, float factor);
 
-// The two-input float32 backward of binary.h (TO_BINARY_*): Add, Sub, Mul, Div, Pow, Min, Max.
-void binary_backward_f32(CudaBackend& be, int code, const GradCall& c);
+// The two-input backward of binary.h (TO_BINARY_*): Add, Sub, Mul, Div, Pow, Min, Max; the saved
+// inputs and the output gradient float32 or bfloat16 (as stored), the input gradients float32.
+void binary_backward_float(CudaBackend& be, int code, const GradCall& c);
 
 void register_elementwise_arith(CudaBackend& be, KernelTable& table);  // elementwise_arith.cc
 void register_elementwise_logic(CudaBackend& be, KernelTable& table);  // elementwise_logic.cc

@@ -194,6 +194,7 @@ void gemm_forward(CudaBackend& be, const OpCall& c) {
   add.a = y.data<float>();
   add.b = c32.data<float>();
   add.out = y.data<float>();
+  add.a_dtype = add.b_dtype = add.out_dtype = TO_DTYPE_F32;
   add.shape = broadcast_of(c.node, y.shape(), y.shape(), c32.shape());
   be.check(be.driver().binary(be.device(), &add), c.node.op_type);
   if (g.beta != 1.0f) be.scale(y, g.beta);

@@ -1,7 +1,9 @@
 // CUDA kernels of graph/ops/movement.cc, host side (the CPU's are cpu/movement*.cc): the views
 // (Reshape, Flatten, Squeeze, Unsqueeze, Identity), Transpose, Concat, Split, Expand, Tile and
 // Trilu here; Slice and Pad in movement_slice.cc; Gather, GatherElements, ScatterND and OneHot in
-// movement_gather.cc. Forward moves any dtype by element size; backward is float32.
+// movement_gather.cc. Forward moves any dtype by element size; backward writes float32. Under
+// mixed precision (takes_bf16) forward moves bfloat16 as stored and backward reads bfloat16
+// output gradients (movement.h).
 //
 // Shapes legend: r = rank, outer/inner = elements before/after an axis.
 #include <algorithm>
@@ -21,17 +23,27 @@ using cpu::norm_axis;
 using cpu::optional_input;
 using cpu::outer_of;
 
-// Rows of `len` bytes: row o of dst (pitch dst_pitch) = row o of src (pitch src_pitch), o < outer.
-void copy_rows(CudaBackend& be, const void* src, int64_t src_pitch, void* dst, int64_t dst_pitch, int64_t len, int64_t outer,
-               const Node& node) {
-  be.check(be.driver().copy_rows(be.device(), dst, dst_pitch, src, src_pitch, len, outer), node.op_type);
+// Rows of `len` elements: row o of dst from `dst_at` (rows dst_pitch elements apart) = row o of
+// src from `src_at` (src_pitch apart), o < outer; byte for byte when the dtypes agree, else
+// converted (a bfloat16 gradient as stored into a float32 one: move_float_rows).
+void copy_block(CudaBackend& be, const Array& src, int64_t src_at, int64_t src_pitch, Array& dst, int64_t dst_at, int64_t dst_pitch,
+                int64_t len, int64_t outer, const Node& node) {
+  const int64_t ss = dtype_size(src.dtype()), ds = dtype_size(dst.dtype());
+  const char* from = static_cast<const char*>(src.raw()) + src_at * ss;
+  char* to = static_cast<char*>(dst.raw()) + dst_at * ds;
+  if (src.dtype() == dst.dtype()) {
+    be.check(be.driver().copy_rows(be.device(), to, dst_pitch * ds, from, src_pitch * ss, len * ss, outer), node.op_type);
+    return;
+  }
+  cuda_kernels::RowsArgs a{from, to, static_cast<int>(src.dtype()), static_cast<int>(dst.dtype()), outer, len, src_pitch, dst_pitch};
+  if (outer * len > 0) be.launch("move_float_rows", a, node.op_type);
 }
 
 // ---- Reshape, Flatten, Squeeze, Unsqueeze, Identity: out is a view of x (aliases_input: the
 // executor makes it), so forward has nothing to do; dx = dout.
 void view_forward(const OpCall&) {}
 
-void view_backward(CudaBackend& be, const GradCall& c) { copy_all(be, *c.dout[0], *c.din[0], c.node.op_type); }
+void view_backward(CudaBackend& be, const GradCall& c) { copy_converted(be, *c.dout[0], *c.din[0], c.node.op_type); }
 
 // ---- Transpose: out axis j is x axis perm[j] (perm defaults to reversed); dx = dout permuted by
 // the inverse.
@@ -43,7 +55,8 @@ std::vector<int64_t> perm_of(const Node& n, int rank) {
 }
 
 void transpose_forward(CudaBackend& be, const OpCall& c) {
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   permute(be, c.ctx, c.node, x, x.shape(), perm_of(c.node, x.rank()), *c.out[0]);
 }
 
@@ -60,12 +73,13 @@ void transpose_backward(CudaBackend& be, const GradCall& c) {
 void concat_forward(CudaBackend& be, const OpCall& c) {
   Array& y = *c.out[0];
   const int axis = norm_axis(c.node.attr_int("axis", 0), y.rank());
-  const int64_t es = dtype_size(y.dtype()), outer = outer_of(y.shape(), axis);
-  const int64_t row = y.dim(axis) * inner_of(y.shape(), axis) * es;
+  const int64_t outer = outer_of(y.shape(), axis), row = y.dim(axis) * inner_of(y.shape(), axis);
   int64_t off = 0;
-  for (const Array* x : c.in) {
-    const int64_t len = x->dim(axis) * inner_of(x->shape(), axis) * es;
-    copy_rows(be, x->raw(), len, static_cast<char*>(y.raw()) + off, row, len, outer, c.node);
+  for (const Array* in : c.in) {
+    Array holder;
+    const Array& x = as_dtype(be, c.ctx, *in, y.dtype(), holder);
+    const int64_t len = x.dim(axis) * inner_of(x.shape(), axis);
+    copy_block(be, x, 0, len, y, off, row, len, outer, c.node);
     off += len;
   }
 }
@@ -73,12 +87,11 @@ void concat_forward(CudaBackend& be, const OpCall& c) {
 void concat_backward(CudaBackend& be, const GradCall& c) {
   const Array& dy = *c.dout[0];
   const int axis = norm_axis(c.node.attr_int("axis", 0), dy.rank());
-  const int64_t outer = outer_of(dy.shape(), axis), inner = inner_of(dy.shape(), axis);
-  const int64_t es = dtype_size(dy.dtype()), row = dy.dim(axis) * inner * es;
+  const int64_t outer = outer_of(dy.shape(), axis), inner = inner_of(dy.shape(), axis), row = dy.dim(axis) * inner;
   int64_t off = 0;
   for (size_t i = 0; i < c.din.size(); ++i) {
-    const int64_t len = c.in_shapes[i][static_cast<size_t>(axis)] * inner * es;
-    if (c.din[i]) copy_rows(be, static_cast<const char*>(dy.raw()) + off, row, c.din[i]->raw(), len, len, outer, c.node);
+    const int64_t len = c.in_shapes[i][static_cast<size_t>(axis)] * inner;
+    if (c.din[i]) copy_block(be, dy, off, row, *c.din[i], 0, len, len, outer, c.node);
     off += len;
   }
 }
@@ -109,15 +122,17 @@ std::vector<int64_t> sizes_of(CudaBackend& be, const Node& n, const Arrays& part
 
 void split_forward(CudaBackend& be, const OpCall& c) {
   keep_inputs(c, {1});
-  const Array& x = *c.in[0];
+  const Array* first = nullptr;  // the outputs' dtype: the input's as stored
+  for (const Array* o : c.out) first = first ? first : o;
+  Array holder;
+  const Array& x = first ? as_dtype(be, c.ctx, *c.in[0], first->dtype(), holder) : *c.in[0];
   const int axis = norm_axis(c.node.attr_int("axis", 0), x.rank());
-  const int64_t es = dtype_size(x.dtype()), outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis);
-  const int64_t row = x.dim(axis) * inner * es;
+  const int64_t outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis), row = x.dim(axis) * inner;
   const std::vector<int64_t> sizes = sizes_of(be, c.node, c.out, axis, x.dim(axis), optional_input(c, 1));
   int64_t off = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    const int64_t len = sizes[k] * inner * es;
-    if (c.out[k]) copy_rows(be, static_cast<const char*>(x.raw()) + off, row, c.out[k]->raw(), len, len, outer, c.node);
+    const int64_t len = sizes[k] * inner;
+    if (c.out[k]) copy_block(be, x, off, row, *c.out[k], 0, len, len, outer, c.node);
     off += len;
   }
 }
@@ -125,14 +140,13 @@ void split_forward(CudaBackend& be, const OpCall& c) {
 void split_backward(CudaBackend& be, const GradCall& c) {
   Array& dx = *c.din[0];
   const int axis = norm_axis(c.node.attr_int("axis", 0), dx.rank());
-  const int64_t outer = outer_of(dx.shape(), axis), inner = inner_of(dx.shape(), axis);
-  const int64_t es = dtype_size(dx.dtype()), row = dx.dim(axis) * inner * es;
+  const int64_t outer = outer_of(dx.shape(), axis), inner = inner_of(dx.shape(), axis), row = dx.dim(axis) * inner;
   const std::vector<int64_t> sizes = sizes_of(be, c.node, c.dout, axis, dx.dim(axis), kept(c, 0));
   if (std::find(c.dout.begin(), c.dout.end(), nullptr) != c.dout.end()) be.fill(dx, 0.0);
   int64_t off = 0;
   for (size_t k = 0; k < sizes.size(); ++k) {
-    const int64_t len = sizes[k] * inner * es;
-    if (c.dout[k]) copy_rows(be, c.dout[k]->raw(), len, static_cast<char*>(dx.raw()) + off, row, len, outer, c.node);
+    const int64_t len = sizes[k] * inner;
+    if (c.dout[k]) copy_block(be, *c.dout[k], 0, len, dx, off, row, len, outer, c.node);
     off += len;
   }
 }
@@ -140,7 +154,8 @@ void split_backward(CudaBackend& be, const GradCall& c) {
 // ---- Expand(x, shape): out = x broadcast (numpy rules, aligned right), a strided copy with stride
 // 0 along the broadcast axes; dx = dout summed over them (sum_onto).
 void expand_forward(CudaBackend& be, const OpCall& c) {
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   const Shape& out = c.out[0]->shape();
   const size_t skip = out.size() - x.shape().size();
   std::vector<GatherAxis> axes(out.size());
@@ -155,7 +170,7 @@ void expand_forward(CudaBackend& be, const OpCall& c) {
 }
 
 void expand_backward(CudaBackend& be, const GradCall& c) {
-  require_f32(c.node, *c.dout[0], "the output gradient");
+  if (c.dout[0]->shape() == c.din[0]->shape()) return copy_converted(be, *c.dout[0], *c.din[0], c.node.op_type);
   sum_onto(be, c.node, *c.dout[0], *c.din[0]);
 }
 
@@ -172,7 +187,8 @@ AxisMaps tile_maps(const Shape& in, const Shape& out) {
 }
 
 void tile_forward(CudaBackend& be, const OpCall& c) {
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   const Shape& out = c.out[0]->shape();
   std::vector<GatherAxis> axes(out.size());
   int64_t stride = 1;
@@ -216,18 +232,22 @@ void trilu_backward(CudaBackend& be, const GradCall& c) { trilu(be, c.node, kept
 }  // namespace
 
 void register_movement(CudaBackend& be, KernelTable& table) {
+  // Every op here but Trilu takes bfloat16 as stored (OpKernel::takes_bf16).
   for (const char* view : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) {
     table[view] = {view_forward, [&be](const GradCall& c) { view_backward(be, c); }, /*aliases_input=*/true};
+    table[view].takes_bf16 = true;
   }
-  auto op = [&be](void (*f)(CudaBackend&, const OpCall&), void (*b)(CudaBackend&, const GradCall&)) {
-    return OpKernel{[&be, f](const OpCall& c) { f(be, c); }, [&be, b](const GradCall& c) { b(be, c); }};
+  auto op = [&be](void (*f)(CudaBackend&, const OpCall&), void (*b)(CudaBackend&, const GradCall&), bool bf16 = true) {
+    OpKernel k{[&be, f](const OpCall& c) { f(be, c); }, [&be, b](const GradCall& c) { b(be, c); }};
+    k.takes_bf16 = bf16;
+    return k;
   };
   table["Transpose"] = op(transpose_forward, transpose_backward);
   table["Concat"] = op(concat_forward, concat_backward);
   table["Split"] = op(split_forward, split_backward);
   table["Expand"] = op(expand_forward, expand_backward);
   table["Tile"] = op(tile_forward, tile_backward);
-  table["Trilu"] = op(trilu_forward, trilu_backward);
+  table["Trilu"] = op(trilu_forward, trilu_backward, false);  // its backward moves bits: float32 copies
   register_movement_slice(be, table);
   register_movement_gather(be, table);
 }

@@ -71,7 +71,7 @@ Shape AxisMaps::out() const {
 }
 
 void gather(CudaBackend& be, const StepContext& ctx, const Node& node, std::vector<GatherAxis> axes, const void* src, void* dst,
-            int64_t esize, uint64_t fill_bits, const void* fill_src) {
+            int64_t esize, uint64_t fill_bits, const void* fill_src, bool widen) {
   int64_t n = 1;
   for (const GatherAxis& a : axes) n *= a.out;
   if (n == 0) return;
@@ -112,6 +112,7 @@ void gather(CudaBackend& be, const StepContext& ctx, const Node& node, std::vect
   g.esize = esize;
   g.fill_bits = fill_bits;
   g.fill_src = fill_src;
+  g.widen = widen;
   be.launch("move_gather_axes", g, node.op_type);
 }
 
@@ -127,13 +128,14 @@ void gather_maps(CudaBackend& be, const StepContext& ctx, const Node& node, cons
 }
 
 void scatter_maps(CudaBackend& be, const StepContext& ctx, const Node& node, const AxisMaps& m, const Array& dout, Array& dsrc) {
-  TO_CHECK(dout.dtype() == DType::F32 && dsrc.dtype() == DType::F32 && dout.shape() == m.out() && dsrc.shape() == m.src);
+  TO_CHECK((dout.dtype() == DType::F32 || dout.dtype() == DType::BF16) && dsrc.dtype() == DType::F32 && dout.shape() == m.out() &&
+           dsrc.shape() == m.src);
   std::vector<size_t> passes;
   for (size_t a = 0; a < m.map.size(); ++a) {
     if (!is_identity(m.map[a], m.src[a])) passes.push_back(a);
   }
   if (passes.empty()) {
-    copy_all(be, dout, dsrc, node.op_type);
+    copy_converted(be, dout, dsrc, node.op_type);
     return;
   }
   Shape cur = m.out();
@@ -149,8 +151,8 @@ void scatter_maps(CudaBackend& be, const StepContext& ctx, const Node& node, con
       s.target.push_back(m.map[a][i]);
     }
     const int axis = static_cast<int>(a);
-    segment_sum(be, ctx, s, g.data<float>(), into.data<float>(), cpu::outer_of(cur, axis), m.src[a], cur[a],
-                cpu::inner_of(cur, axis), node.op_type);
+    segment_sum(be, ctx, s, g.raw(), into.data<float>(), cpu::outer_of(cur, axis), m.src[a], cur[a], cpu::inner_of(cur, axis),
+                node.op_type, static_cast<int>(g.dtype()));
     g = into;
     cur = next;
   }
@@ -158,15 +160,16 @@ void scatter_maps(CudaBackend& be, const StepContext& ctx, const Node& node, con
 
 void permute(CudaBackend& be, const StepContext& ctx, const Node& node, const Array& src, const Shape& src_shape,
              const std::vector<int64_t>& perm, Array& dst) {
-  TO_CHECK(perm.size() == src_shape.size() && numel(src_shape) == src.numel() && src.dtype() == dst.dtype());
+  const bool widen = src.dtype() == DType::BF16 && dst.dtype() == DType::F32;
+  TO_CHECK(perm.size() == src_shape.size() && numel(src_shape) == src.numel() && (src.dtype() == dst.dtype() || widen));
   const std::vector<int64_t> st = row_major_strides(src_shape);
   std::vector<GatherAxis> axes;
   for (int64_t p : perm) axes.push_back(GatherAxis::plain(src_shape[static_cast<size_t>(p)], st[static_cast<size_t>(p)]));
-  gather(be, ctx, node, std::move(axes), src.raw(), dst.raw(), dtype_size(src.dtype()));
+  gather(be, ctx, node, std::move(axes), src.raw(), dst.raw(), dtype_size(src.dtype()), 0, nullptr, widen);
 }
 
-void segment_sum(CudaBackend& be, const StepContext& ctx, const Segments& s, const float* src, float* dst, int64_t outer,
-                 int64_t rows, int64_t items, int64_t width, std::string_view what) {
+void segment_sum(CudaBackend& be, const StepContext& ctx, const Segments& s, const void* src, float* dst, int64_t outer,
+                 int64_t rows, int64_t items, int64_t width, std::string_view what, int src_dtype) {
   if (outer * rows * width == 0) return;
   TO_CHECK(s.src_row.size() == s.target.size() && (s.weight.empty() || s.weight.size() == s.target.size()));
   // A stable counting sort of the entries by target: offsets [rows + 1], then the source rows.
@@ -192,7 +195,8 @@ void segment_sum(CudaBackend& be, const StepContext& ctx, const Segments& s, con
   }
   const Array lists = device_ints(be, ctx, packed);
   Array w;
-  cuda_kernels::SegmentSumArgs a{src, dst, outer, rows, items, width, lists.data<int64_t>(), lists.data<int64_t>() + first, nullptr};
+  cuda_kernels::SegmentSumArgs a{src, src_dtype, dst, outer, rows, items, width, lists.data<int64_t>(), lists.data<int64_t>() + first,
+                                 nullptr};
   if (!weight.empty()) {
     w = Array(DType::F32, {static_cast<int64_t>(weight.size())}, *ctx.allocator, MemoryKind::Transients);
     be.write(w, weight.data(), w.bytes());
@@ -205,6 +209,20 @@ void copy_all(CudaBackend& be, const Array& src, Array& dst, std::string_view wh
   TO_CHECK(src.bytes() == dst.bytes());
   if (src.bytes() == 0 || src.raw() == dst.raw()) return;
   be.check(be.driver().copy_rows(be.device(), dst.raw(), dst.bytes(), src.raw(), src.bytes(), src.bytes(), 1), what);
+}
+
+void copy_converted(CudaBackend& be, const Array& src, Array& dst, std::string_view what) {
+  if (src.dtype() == dst.dtype()) return copy_all(be, src, dst, what);
+  TO_CHECK(src.numel() == dst.numel());
+  be.convert(src.view(dst.shape()), dst);
+}
+
+const Array& as_dtype(CudaBackend& be, const StepContext& ctx, const Array& x, DType t, Array& holder) {
+  const auto float_like = [](DType d) { return d == DType::F32 || d == DType::BF16; };
+  if (x.dtype() == t || !float_like(x.dtype()) || !float_like(t)) return x;
+  holder = Array(t, x.shape(), *ctx.allocator, MemoryKind::Transients);
+  be.convert(x, holder);
+  return holder;
 }
 
 }  // namespace tensoropt::runtime::cuda

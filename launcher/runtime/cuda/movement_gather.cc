@@ -51,7 +51,8 @@ std::vector<int64_t> local_indices(CudaBackend& be, const Node& node, const Arra
 }
 
 void gather_forward(CudaBackend& be, const OpCall& c) {
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   const int axis = norm_axis(c.node.attr_int("axis", 0), x.rank());
   std::vector<int64_t> idx = local_indices(be, c.node, *c.in[1], x.shape(), axis, c.shard);
   const int64_t outer = outer_of(x.shape(), axis), inner = inner_of(x.shape(), axis), A = x.dim(axis);
@@ -62,14 +63,14 @@ void gather_forward(CudaBackend& be, const OpCall& c) {
 
 void gather_backward(CudaBackend& be, const GradCall& c) {
   Array& dx = *c.din[0];
-  require_f32(c.node, *c.dout[0], "the output gradient");
+  const int dy_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   const int axis = norm_axis(c.node.attr_int("axis", 0), dx.rank());
   Segments s;
   s.target = local_indices(be, c.node, *c.in[1], dx.shape(), axis, c.shard);
   const auto K = static_cast<int64_t>(s.target.size());
   for (int64_t k = 0; k < K; ++k) s.src_row.push_back(k);
-  segment_sum(be, c.ctx, s, c.dout[0]->data<float>(), dx.data<float>(), outer_of(dx.shape(), axis), dx.dim(axis), K,
-              inner_of(dx.shape(), axis), c.node.op_type);
+  segment_sum(be, c.ctx, s, c.dout[0]->raw(), dx.data<float>(), outer_of(dx.shape(), axis), dx.dim(axis), K,
+              inner_of(dx.shape(), axis), c.node.op_type, dy_dtype);
 }
 
 // ---- GatherElements(data, indices; axis): out has the indices' shape, out[.., j, ..] =
@@ -90,7 +91,8 @@ std::vector<int64_t> strides_of(const Shape& s) {
 }
 
 void gather_elements_forward(CudaBackend& be, const OpCall& c) {
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   const Array& ind = *c.in[1];
   const int axis = norm_axis(c.node.attr_int("axis", 0), x.rank());
   check_along(c.node, x.shape(), ind.shape(), axis);
@@ -116,7 +118,7 @@ void gather_elements_forward(CudaBackend& be, const OpCall& c) {
 void gather_elements_backward(CudaBackend& be, const GradCall& c) {
   Array& dx = *c.din[0];
   const Array& ind = *c.in[1];
-  require_f32(c.node, *c.dout[0], "the output gradient");
+  const int dy_dtype = require_float(c.node, *c.dout[0], "the output gradient");
   const int axis = norm_axis(c.node.attr_int("axis", 0), dx.rank());
   check_along(c.node, dx.shape(), ind.shape(), axis);
   const std::vector<int64_t> idx = checked_indices(be, c.node, ind, dx.dim(axis));
@@ -132,7 +134,7 @@ void gather_elements_backward(CudaBackend& be, const GradCall& c) {
     s.src_row.push_back(k);
     s.target.push_back(off);
   }
-  segment_sum(be, c.ctx, s, c.dout[0]->data<float>(), dx.data<float>(), 1, dx.numel(), ind.numel(), 1, c.node.op_type);
+  segment_sum(be, c.ctx, s, c.dout[0]->raw(), dx.data<float>(), 1, dx.numel(), ind.numel(), 1, c.node.op_type, dy_dtype);
 }
 
 // ---- ScatterND(data, indices, updates; reduction): indices [.., q] name T = K / q slices of data
@@ -280,8 +282,12 @@ void register_movement_gather(CudaBackend& be, KernelTable& table) {
     if (b) k.backward = [&be, b](const GradCall& c) { b(be, c); };
     return k;
   };
+  // Gather and GatherElements take bfloat16 as stored (takes_bf16); ScatterND and OneHot read
+  // float32 copies.
   table["Gather"] = op(gather_forward, gather_backward);
+  table["Gather"].takes_bf16 = true;
   table["GatherElements"] = op(gather_elements_forward, gather_elements_backward);
+  table["GatherElements"].takes_bf16 = true;
   table["ScatterND"] = op(scatter_nd_forward, scatter_nd_backward);
   table["OneHot"] = op(one_hot_forward, nullptr);
 }

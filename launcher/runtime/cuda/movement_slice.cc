@@ -66,7 +66,8 @@ AxisMaps slice_maps(CudaBackend& be, const Node& node, const Shape& in, const Ar
 
 void slice_forward(CudaBackend& be, const OpCall& c) {
   keep_inputs(c, {1, 2, 3, 4});
-  const Array& x = *c.in[0];
+  Array holder;
+  const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
   const AxisMaps m = slice_maps(be, c.node, x.shape(), optional_input(c, 1), optional_input(c, 2), optional_input(c, 3),
                                 optional_input(c, 4));
   TO_CHECK(m.out() == c.out[0]->shape());
@@ -149,6 +150,7 @@ void pad_backward(CudaBackend& be, const GradCall& c) {
 
 void register_movement_slice(CudaBackend& be, KernelTable& table) {
   table["Slice"] = {[&be](const OpCall& c) { slice_forward(be, c); }, [&be](const GradCall& c) { slice_backward(be, c); }};
+  table["Slice"].takes_bf16 = true;  // bfloat16 as stored; Pad (a constant of the data's dtype) reads float32 copies
   table["Pad"] = {[&be](const OpCall& c) { pad_forward(be, c); }, [&be](const GradCall& c) { pad_backward(be, c); }};
 }
 

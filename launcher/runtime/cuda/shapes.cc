@@ -26,6 +26,12 @@ void require_f32(const Node& node, const Array& a, const char* what) {
   if (a.dtype() != DType::F32) kernel_error(node, std::string(what) + " is " + a.str() + "; the CUDA kernel takes float32");
 }
 
+int require_float(const Node& node, const Array& a, const char* what) {
+  if (a.dtype() != DType::F32 && a.dtype() != DType::BF16)
+    kernel_error(node, std::string(what) + " is " + a.str() + "; the CUDA kernel takes float32 or bfloat16");
+  return static_cast<int>(a.dtype());
+}
+
 TensoroptBroadcast broadcast_of(const Node& node, const Shape& out, const Shape& a, const Shape& b) {
   if (out.size() > TO_MAX_RANK) kernel_error(node, "the CUDA kernels take at most " + std::to_string(TO_MAX_RANK) + " axes");
   TO_CHECK(a.size() <= out.size() && b.size() <= out.size());
@@ -39,7 +45,8 @@ TensoroptBroadcast broadcast_of(const Node& node, const Shape& out, const Shape&
 
 void sum_onto(CudaBackend& be, const Node& node, const Array& src, Array& dst) {
   TensoroptSumTo args{};
-  args.src = src.data<float>();
+  args.src = src.raw();
+  args.src_dtype = require_float(node, src, "a gradient summed");
   args.dst = dst.data<float>();
   args.dst_count = dst.numel();
   args.shape = broadcast_of(node, src.shape(), dst.shape(), src.shape());

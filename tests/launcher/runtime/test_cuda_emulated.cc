@@ -217,7 +217,7 @@ TEST_CASE("cuda emulated: bf16 mixed precision trains the fixtures as the CPU ba
 TEST_CASE("cuda emulated: a driver failure is an error naming the call, out of memory names the bytes") {
   runtime::cuda::CudaBackend cuda(emulated_cuda_driver(), 0);
   Array a(DType::F32, {4}, cuda.allocator(), MemoryKind::Transients);
-  CHECK_THROWS_WITH_AS(cuda.check(cuda.driver().unary(cuda.device(), 999, a.data<float>(), a.data<float>(), 4, 0, 0), "Relu"),
+  CHECK_THROWS_WITH_AS(cuda.check(cuda.driver().unary(cuda.device(), 999, a.raw(), TO_DTYPE_F32, a.raw(), TO_DTYPE_F32, 4, 0, 0), "Relu"),
                        doctest::Contains("CUDA Relu: unary: unknown op code"), InternalError);
   CHECK_THROWS_WITH_AS(runtime::cuda::CudaBackend(emulated_cuda_driver(), 3), doctest::Contains("--device cuda:"), InputError);
 }

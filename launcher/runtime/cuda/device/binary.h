@@ -1,5 +1,7 @@
-// Binary float32 arithmetic of the CUDA backend with numpy broadcasting (TensoroptBroadcast in
+// Binary float arithmetic of the CUDA backend with numpy broadcasting (TensoroptBroadcast in
 // driver_abi.h), for any executor (hd.h), and the sum of a gradient back onto a broadcast operand.
+// Operands float32 or bfloat16 each (bfloat16 as stored under mixed precision), computed in
+// float32, an output rounded once when stored; gradient terms and sums float32.
 // Formulas as the CPU backend's (cpu/elementwise_binary.cc): Div's db = -dy·a/b², Pow's
 // da = dy·b·a^(b-1) (0 where b = 0) and db = dy·a^b·ln a (0 where a = 0 and b >= 0), a^2 and a^3
 // multiplied out; Min and Max keep NaN and split a tie's gradient in halves.
@@ -9,6 +11,7 @@
 #include <cmath>
 
 #include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
 namespace tensoropt::cuda_kernels {
@@ -75,13 +78,15 @@ TO_HD bool binary_term_reads(int op, int which, int operand) {
 template <class Exec>
 int binary(Exec& ex, const TensoroptBinary& args) {
   if (args.op < 0 || args.op >= TO_BINARY_COUNT || args.shape.rank > TO_MAX_RANK) return ex.fail("binary: bad arguments");
+  if (!float_or_bf16(args.a_dtype) || !float_or_bf16(args.b_dtype) || !float_or_bf16(args.out_dtype))
+    return ex.fail("binary: float32 and bfloat16 only");
   const TensoroptBinary g = args;
   int64_t n = 1;
   for (int d = 0; d < g.shape.rank; ++d) n *= g.shape.shape[d];
   return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
     int64_t oa, ob;
     broadcast_offsets(g.shape, i, &oa, &ob);
-    g.out[i] = binary_forward(g.op, g.a[oa], g.b[ob]);
+    store_float(g.out, g.out_dtype, i, binary_forward(g.op, load_float(g.a, g.a_dtype, oa), load_float(g.b, g.b_dtype, ob)));
   });
 }
 
@@ -95,17 +100,19 @@ int binary_backward(Exec& ex, const TensoroptBinary& args) {
     if ((binary_term_reads(g.op, which, 0) && !g.a) || (binary_term_reads(g.op, which, 1) && !g.b))
       return ex.fail("binary_backward: an operand the gradient reads is missing");
   }
+  if ((g.a && !float_or_bf16(g.a_dtype)) || (g.b && !float_or_bf16(g.b_dtype)) || !float_or_bf16(g.dout_dtype))
+    return ex.fail("binary_backward: float32 and bfloat16 only");
   int64_t n = 1;
   for (int d = 0; d < g.shape.rank; ++d) n *= g.shape.shape[d];
   return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
     int64_t oa, ob;
     broadcast_offsets(g.shape, i, &oa, &ob);
-    const float dy = g.dout[i];
+    const float dy = load_float(g.dout, g.dout_dtype, i);
     for (int which = 0; which < 2; ++which) {
       float* d = which ? g.db_full : g.da_full;
       if (!d) continue;
-      const float a = binary_term_reads(g.op, which, 0) ? g.a[oa] : 0.0f;
-      const float b = binary_term_reads(g.op, which, 1) ? g.b[ob] : 0.0f;
+      const float a = binary_term_reads(g.op, which, 0) ? load_float(g.a, g.a_dtype, oa) : 0.0f;
+      const float b = binary_term_reads(g.op, which, 1) ? load_float(g.b, g.b_dtype, ob) : 0.0f;
       d[i] = binary_term(g.op, which, a, b, dy);
     }
   });
@@ -117,6 +124,7 @@ template <class Exec>
 int sum_to(Exec& ex, const TensoroptSumTo& args) {
   const TensoroptSumTo g = args;
   if (g.shape.rank > TO_MAX_RANK) return ex.fail("sum_to: rank above TO_MAX_RANK");
+  if (!float_or_bf16(g.src_dtype)) return ex.fail("sum_to: float32 and bfloat16 only");
   // The summed axes (stride 0 in dst) and the kept ones, with the kept axes' src strides.
   TensoroptBroadcast summed{}, kept{};
   int64_t src_stride[TO_MAX_RANK];
@@ -140,7 +148,7 @@ int sum_to(Exec& ex, const TensoroptSumTo& args) {
     for (int64_t k = l.lane; k < per_dst; k += l.width) {
       int64_t off;
       broadcast_offsets(summed, k, &off, &unused);
-      acc += g.src[base + off];
+      acc += load_float(g.src, g.src_dtype, base + off);
     }
     acc = l.sum(acc);
     if (l.lane == 0) g.dst[j] = acc;

@@ -96,12 +96,13 @@ struct DriverFunctions {
   }
   static int sgd(TensoroptCudaDevice* d, const TensoroptSgd* a) { return cuda_kernels::sgd(x(d), *a); }
   static int adam(TensoroptCudaDevice* d, const TensoroptAdam* a) { return cuda_kernels::adam(x(d), *a); }
-  static int unary(TensoroptCudaDevice* d, int op, const float* in, float* out, int64_t n, float a, float b) {
-    return cuda_kernels::unary(x(d), op, in, out, n, a, b);
+  static int unary(TensoroptCudaDevice* d, int op, const void* in, int in_dtype, void* out, int out_dtype, int64_t n, float a,
+                   float b) {
+    return cuda_kernels::unary(x(d), op, in, in_dtype, out, out_dtype, n, a, b);
   }
-  static int unary_backward(TensoroptCudaDevice* d, int op, const float* s, const float* dy, float* dx, int64_t n, float a,
-                            float b) {
-    return cuda_kernels::unary_backward(x(d), op, s, dy, dx, n, a, b);
+  static int unary_backward(TensoroptCudaDevice* d, int op, const void* s, int s_dtype, const void* dy, int dy_dtype, float* dx,
+                            int64_t n, float a, float b) {
+    return cuda_kernels::unary_backward(x(d), op, s, s_dtype, dy, dy_dtype, dx, n, a, b);
   }
   static int binary(TensoroptCudaDevice* d, const TensoroptBinary* a) { return cuda_kernels::binary(x(d), *a); }
   static int binary_backward(TensoroptCudaDevice* d, const TensoroptBinary* a) { return cuda_kernels::binary_backward(x(d), *a); }

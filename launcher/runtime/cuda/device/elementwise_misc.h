@@ -5,7 +5,8 @@
 //     toward zero, NaN gives 0 and the range saturates; into bool, nonzero (NaN too) gives 1;
 //     float16 and bfloat16 round to nearest even (through float32, as the CPU's Eigen types).
 //     `round` then rounds a float32 result to float16 or bfloat16 precision (a Cast whose `to` is
-//     one of those, the runtime keeping float tensors as float32).
+//     one of those, the runtime keeping float tensors as float32), before it is stored (float32,
+//     or bfloat16 under mixed precision).
 //   ew_clip: y = min(max(x, lo), hi), NaN staying NaN; lo and hi read from a device scalar, or a
 //     value, or the dtype's lowest and highest; float32 also writes [lo, hi] for the backward.
 //     ew_clip_backward: dx = dy where lo <= x <= hi, else 0.
@@ -123,7 +124,7 @@ struct EwCastArgs {
   const void* x;
   void* y;
   int from, to;  // DType values
-  int round;     // EW_ROUND_*: y (float32) rounded to that precision
+  int round;     // EW_ROUND_*: y's float value rounded to that precision (y float32, or bfloat16 as stored)
   int64_t n;
 };
 
@@ -131,12 +132,13 @@ template <class Exec>
 int ew_cast(Exec& ex, const EwCastArgs& g) {
   if (!ew_castable(g.from) || !ew_castable(g.to))
     return ex.fail("ew_cast: dtype " + std::to_string(g.from) + " -> " + std::to_string(g.to));
-  if (g.round != EW_ROUND_NONE && g.to != TO_DTYPE_F32) return ex.fail("ew_cast: rounding writes float32");
+  if (g.round != EW_ROUND_NONE && g.to != TO_DTYPE_F32 && g.to != TO_DTYPE_BF16)
+    return ex.fail("ew_cast: rounding writes float32 or bfloat16");
   const EwCastArgs c = g;
   return ex.each(c.n, [=] TO_HD_LAMBDA(int64_t i) {
-    ew_store(c.y, c.to, i, ew_load(c.x, c.from, i));
-    if (c.round == EW_ROUND_F16) static_cast<float*>(c.y)[i] = from_f16(to_f16(static_cast<float*>(c.y)[i]));
-    if (c.round == EW_ROUND_BF16) static_cast<float*>(c.y)[i] = from_bf16(to_bf16(static_cast<float*>(c.y)[i]));
+    if (c.round == EW_ROUND_NONE) return ew_store(c.y, c.to, i, ew_load(c.x, c.from, i));
+    const float v = ew_as_float(ew_load(c.x, c.from, i));
+    store_float(c.y, c.to, i, c.round == EW_ROUND_F16 ? from_f16(to_f16(v)) : from_bf16(to_bf16(v)));
   });
 }
 
@@ -215,8 +217,9 @@ TO_HD uint64_t splitmix64(uint64_t z) {
 }
 
 struct EwDropoutArgs {
-  const float* x;
-  float* y;
+  const void* x;      // float32 or bfloat16 (x_dtype), and so is y
+  void* y;
+  int x_dtype, y_dtype;
   uint8_t* mask;      // the saved mask
   uint8_t* mask_out;  // the node's mask output (may be null)
   float scale;        // 1 / (1 - ratio), 0 for ratio 1
@@ -233,6 +236,7 @@ template <class Exec>
 int ew_dropout(Exec& ex, const EwDropoutArgs& args) {
   const EwDropoutArgs g = args;
   if (g.rank > TO_MAX_RANK) return ex.fail("ew_dropout: rank above TO_MAX_RANK");
+  if (!float_or_bf16(g.x_dtype) || !float_or_bf16(g.y_dtype)) return ex.fail("ew_dropout: float32 and bfloat16 only");
   return ex.each(g.n, [=] TO_HD_LAMBDA(int64_t i) {
     uint64_t index = 0;
     int64_t r = i;
@@ -244,12 +248,13 @@ int ew_dropout(Exec& ex, const EwDropoutArgs& args) {
     const bool keep = (splitmix64(g.key + index) >> 40) >= g.threshold;
     g.mask[i] = keep;
     if (g.mask_out) g.mask_out[i] = keep;
-    g.y[i] = g.x[i] * (keep ? g.scale : 0.0f);
+    store_float(g.y, g.y_dtype, i, load_float(g.x, g.x_dtype, i) * (keep ? g.scale : 0.0f));
   });
 }
 
 struct EwDropoutBackwardArgs {
-  const float* dy;
+  const void* dy;  // float32 or bfloat16 (dy_dtype)
+  int dy_dtype;
   float* dx;
   const uint8_t* mask;
   const float* scale;  // the saved scale, one float
@@ -258,11 +263,13 @@ struct EwDropoutBackwardArgs {
 
 template <class Exec>
 int ew_dropout_backward(Exec& ex, const EwDropoutBackwardArgs& g) {
-  const float* dy = g.dy;
+  if (!float_or_bf16(g.dy_dtype)) return ex.fail("ew_dropout_backward: float32 and bfloat16 only");
+  const void* dy = g.dy;
+  const int dy_dtype = g.dy_dtype;
   float* dx = g.dx;
   const uint8_t* mask = g.mask;
   const float* scale = g.scale;
-  return ex.each(g.n, [=] TO_HD_LAMBDA(int64_t i) { dx[i] = dy[i] * (mask[i] != 0 ? *scale : 0.0f); });
+  return ex.each(g.n, [=] TO_HD_LAMBDA(int64_t i) { dx[i] = load_float(dy, dy_dtype, i) * (mask[i] != 0 ? *scale : 0.0f); });
 }
 
 }  // namespace tensoropt::cuda_kernels

@@ -293,7 +293,8 @@ int ew_where(Exec& ex, const EwWhereArgs& g) {
 // dx_full = cond ? dy : 0 and dy_full = cond ? 0 : dy (either may be null), output-shaped.
 struct EwWhereBackwardArgs {
   const uint8_t* cond;
-  const float* dout;
+  const void* dout;  // float32 or bfloat16 (dout_dtype)
+  int dout_dtype;
   float* dx_full;
   float* dy_full;
   TensoroptBroadcast shape;  // the output's; a_stride: cond's
@@ -303,31 +304,34 @@ template <class Exec>
 int ew_where_backward(Exec& ex, const EwWhereBackwardArgs& args) {
   const EwWhereBackwardArgs g = args;
   if (g.shape.rank > TO_MAX_RANK) return ex.fail("ew_where_backward: rank above TO_MAX_RANK");
+  if (!float_or_bf16(g.dout_dtype)) return ex.fail("ew_where_backward: float32 and bfloat16 only");
   int64_t n = 1;
   for (int d = 0; d < g.shape.rank; ++d) n *= g.shape.shape[d];
   return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
     int64_t oc, unused;
     broadcast_offsets(g.shape, i, &oc, &unused);
     const bool taken = g.cond[oc] != 0;
-    const float dy = g.dout[i];
+    const float dy = load_float(g.dout, g.dout_dtype, i);
     if (g.dx_full) g.dx_full[i] = taken ? dy : 0.0f;
     if (g.dy_full) g.dy_full[i] = taken ? 0.0f : dy;
   });
 }
 
-// PRelu's gradient terms (TensoroptBinary: a = x, b = slope): dx = x > 0 ? dy : slope·dy,
+// PRelu's gradient terms (TensoroptBinary: a = x, b = slope, float32 or bfloat16): dx = x > 0 ? dy : slope·dy,
 // dslope = x > 0 ? 0 : x·dy; b is read only for dx.
 template <class Exec>
 int ew_prelu_backward(Exec& ex, const TensoroptBinary& args) {
   const TensoroptBinary g = args;
-  if (g.shape.rank > TO_MAX_RANK || !g.a || (g.da_full && !g.b)) return ex.fail("ew_prelu_backward: bad arguments");
+  if (g.shape.rank > TO_MAX_RANK || !g.a || (g.da_full && !g.b) || !float_or_bf16(g.a_dtype) || !float_or_bf16(g.dout_dtype) ||
+      (g.b && !float_or_bf16(g.b_dtype)))
+    return ex.fail("ew_prelu_backward: bad arguments");
   int64_t n = 1;
   for (int d = 0; d < g.shape.rank; ++d) n *= g.shape.shape[d];
   return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
     int64_t oa, ob;
     broadcast_offsets(g.shape, i, &oa, &ob);
-    const float x = g.a[oa], dy = g.dout[i];
-    if (g.da_full) g.da_full[i] = x > 0.0f ? dy : g.b[ob] * dy;
+    const float x = load_float(g.a, g.a_dtype, oa), dy = load_float(g.dout, g.dout_dtype, i);
+    if (g.da_full) g.da_full[i] = x > 0.0f ? dy : load_float(g.b, g.b_dtype, ob) * dy;
     if (g.db_full) g.db_full[i] = x > 0.0f ? 0.0f : x * dy;
   });
 }

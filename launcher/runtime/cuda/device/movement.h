@@ -3,13 +3,16 @@
 //   move_gather_axes  out[i_0..i_r-1] = src[sum_a map_a(i_a) * stride_a]: a strided copy
 //                     (Transpose, Expand, DepthToSpace), an index table per axis (Slice, Pad,
 //                     nearest Resize, Gather), i mod n (Tile); a table entry -1 writes the fill
-//                     element (Pad's constant, a Gather row another shard holds). Any dtype: elements
-//                     move as bits of their size (1, 2, 4 or 8 bytes).
+//                     element (Pad's constant, a Gather row another shard holds). Any dtype:
+//                     elements move as bits of their size (1, 2, 4 or 8 bytes), or bfloat16
+//                     widens into float32 (a gradient as stored under mixed precision).
 //   move_segment_sum  dst[o, r, :] = sum over t in [offsets[r], offsets[r+1]) of
-//                     weight[t] * src[o, item[t], :], float32, each sum in list order by one
-//                     thread: the transposes of the gathers (the scatter-adds of Slice, Pad, Tile,
-//                     Resize, Gather, GatherElements) and Resize's linear and cubic taps. The lists
-//                     are built on the host, so gradients are deterministic and need no atomics.
+//                     weight[t] * src[o, item[t], :], float32 (src float32 or bfloat16), each
+//                     sum in list order by one thread: the transposes of the gathers (the
+//                     scatter-adds of Slice, Pad, Tile, Resize, Gather, GatherElements) and
+//                     Resize's linear and cubic taps. The lists are built on the host, so
+//                     gradients are deterministic and need no atomics.
+// move_float_rows converts blocks of rows (Concat's and Split's bfloat16 gradients).
 // The rest are one op each: GatherElements, Trilu, OneHot, Range, ScatterND and its gradient, a
 // fill by bits (ConstantOfShape). movement_kernels() lists them for the driver (registry.h).
 //
@@ -42,6 +45,8 @@ struct GatherAxesArgs {
   const int64_t* table;              // device; nullptr when no axis has a table
   uint64_t fill_bits;                // the element written for a -1 entry (low esize bytes) ...
   const void* fill_src;              // ... or, when non-null, the device element read here
+  int widen;                         // 1: src bfloat16 into dst float32 (a gradient as stored; esize 2,
+                                     // fill_bits a float32's, no fill_src); 0: elements move as bits
 };
 
 template <class T>
@@ -51,14 +56,24 @@ TO_HD T element_of_bits(uint64_t bits) {
   return v;
 }
 
-template <class Exec, class T>
+// A source element stored as D: the same bits, or (widen) a bfloat16 as the float32 it is.
+template <class D, class T>
+TO_HD D element_as(T v) {
+  return v;
+}
+template <>
+TO_HD float element_as<float, uint16_t>(uint16_t v) {
+  return from_bf16(v);
+}
+
+template <class Exec, class T, class D = T>
 int gather_axes_as(Exec& ex, const GatherAxesArgs& g) {
   int64_t n = 1;
   for (int a = 0; a < g.rank; ++a) n *= g.out_shape[a];
   const T* s = static_cast<const T*>(g.src);
-  T* d = static_cast<T*>(g.dst);
-  const T* fill_src = static_cast<const T*>(g.fill_src);
-  const T fill = element_of_bits<T>(g.fill_bits);
+  D* d = static_cast<D*>(g.dst);
+  const D* fill_src = static_cast<const D*>(g.fill_src);
+  const D fill = element_of_bits<D>(g.fill_bits);
   return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
     int64_t rest = i, off = 0;
     bool outside = false;
@@ -69,13 +84,17 @@ int gather_axes_as(Exec& ex, const GatherAxesArgs& g) {
       if (j < 0) outside = true;
       else off += j * g.src_stride[a];
     }
-    d[i] = !outside ? s[off] : fill_src ? fill_src[0] : fill;
+    d[i] = !outside ? element_as<D>(s[off]) : fill_src ? fill_src[0] : fill;
   });
 }
 
 template <class Exec>
 int gather_axes(Exec& ex, const GatherAxesArgs& g) {
   if (g.rank < 0 || g.rank > TO_MAX_RANK) return ex.fail("move_gather_axes: rank above TO_MAX_RANK");
+  if (g.widen) {
+    if (g.esize != 2 || g.fill_src) return ex.fail("move_gather_axes: widening reads bfloat16 and fills from fill_bits");
+    return gather_axes_as<Exec, uint16_t, float>(ex, g);
+  }
   switch (g.esize) {
     case 1: return gather_axes_as<Exec, uint8_t>(ex, g);
     case 2: return gather_axes_as<Exec, uint16_t>(ex, g);
@@ -89,7 +108,8 @@ int gather_axes(Exec& ex, const GatherAxesArgs& g) {
 // written (0 for an empty list). A warp per row (lanes over the width) when rows are wide, else a
 // thread per element.
 struct SegmentSumArgs {
-  const float* src;
+  const void* src;         // float32 or bfloat16 (src_dtype: a gradient as stored)
+  int src_dtype;
   float* dst;
   int64_t outer, rows, items, width;
   const int64_t* offsets;  // [rows + 1], device
@@ -98,10 +118,10 @@ struct SegmentSumArgs {
 };
 
 TO_HD float segment_element(const SegmentSumArgs& g, int64_t o, int64_t r, int64_t c) {
-  const float* s = g.src + o * g.items * g.width + c;
+  const int64_t s = o * g.items * g.width + c;
   float acc = 0;
   for (int64_t t = g.offsets[r]; t < g.offsets[r + 1]; ++t) {
-    const float v = s[g.item[t] * g.width];
+    const float v = load_float(g.src, g.src_dtype, s + g.item[t] * g.width);
     acc += g.weight ? g.weight[t] * v : v;
   }
   return acc;
@@ -110,6 +130,7 @@ TO_HD float segment_element(const SegmentSumArgs& g, int64_t o, int64_t r, int64
 template <class Exec>
 int segment_sum(Exec& ex, const SegmentSumArgs& args) {
   const SegmentSumArgs g = args;
+  if (!float_or_bf16(g.src_dtype)) return ex.fail("move_segment_sum: float32 and bfloat16 only");
   if (g.width >= 32) {
     return ex.rows(g.outer * g.rows, [=] TO_HD_LAMBDA(const Lanes& l, int64_t row) {
       const int64_t o = row / g.rows, r = row % g.rows;
@@ -119,6 +140,26 @@ int segment_sum(Exec& ex, const SegmentSumArgs& args) {
   return ex.each(g.outer * g.rows * g.width, [=] TO_HD_LAMBDA(int64_t i) {
     const int64_t c = i % g.width, row = i / g.width;
     g.dst[i] = segment_element(g, row / g.rows, row % g.rows, c);
+  });
+}
+
+// ---- move_float_rows: dst[o * dst_pitch + j] = src[o * src_pitch + j] for o < rows, j < width
+// (elements), float32 or bfloat16 each: a block of a bfloat16 gradient as stored into a float32
+// one (Concat's and Split's backward), rounded once when dst is bfloat16.
+struct RowsArgs {
+  const void* src;
+  void* dst;
+  int src_dtype, dst_dtype;
+  int64_t rows, width, src_pitch, dst_pitch;
+};
+
+template <class Exec>
+int float_rows(Exec& ex, const RowsArgs& args) {
+  const RowsArgs g = args;
+  if (!float_or_bf16(g.src_dtype) || !float_or_bf16(g.dst_dtype)) return ex.fail("move_float_rows: float32 and bfloat16 only");
+  return ex.each(g.rows * g.width, [=] TO_HD_LAMBDA(int64_t i) {
+    const int64_t o = i / g.width, j = i % g.width;
+    store_float(g.dst, g.dst_dtype, o * g.dst_pitch + j, load_float(g.src, g.src_dtype, o * g.src_pitch + j));
   });
 }
 
@@ -384,6 +425,7 @@ template <class Exec>
 void movement_kernels(KernelList<Exec>& out) {
   out.push_back(kernel<Exec, GatherAxesArgs, gather_axes<Exec>>("move_gather_axes"));
   out.push_back(kernel<Exec, SegmentSumArgs, segment_sum<Exec>>("move_segment_sum"));
+  out.push_back(kernel<Exec, RowsArgs, float_rows<Exec>>("move_float_rows"));
   out.push_back(kernel<Exec, GatherElementsArgs, gather_elements<Exec>>("move_gather_elements"));
   out.push_back(kernel<Exec, TriluArgs, trilu<Exec>>("move_trilu"));
   out.push_back(kernel<Exec, OneHotArgs, one_hot<Exec>>("move_one_hot"));

@@ -1,12 +1,15 @@
-// Unary float32 maths of the CUDA backend, one TO_UNARY_* code per ONNX op (driver_abi.h), as
-// scalar functions for any executor (hd.h). The formulas and the kinks' derivatives are the CPU
-// backend's (cpu/elementwise_unary.cc), hence PyTorch's; so is which value the backward reads
-// (unary_reads_output): the catalogue saves x or y accordingly, and the backward sees only that.
+// Unary float maths of the CUDA backend, one TO_UNARY_* code per ONNX op (driver_abi.h), as
+// scalar functions for any executor (hd.h); operands float32 or bfloat16 (bfloat16 as stored
+// under mixed precision), computed in float32 and rounded once when stored. The formulas and the
+// kinks' derivatives are the CPU backend's (cpu/elementwise_unary.cc), hence PyTorch's; so is
+// which value the backward reads (unary_reads_output): the catalogue saves x or y accordingly,
+// and the backward sees only that.
 #pragma once
 
 #include <cmath>
 
 #include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/device/primitives.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
 namespace tensoropt::cuda_kernels {
@@ -126,16 +129,21 @@ TO_HD float unary_backward(int op, float s, float g, float a, float b) {
   }
 }
 
+// x, s and dy float32 or bfloat16 (TO_DTYPE_*), y too; dx float32.
 template <class Exec>
-int unary(Exec& ex, int op, const float* x, float* y, int64_t n, float a, float b) {
+int unary(Exec& ex, int op, const void* x, int x_dtype, void* y, int y_dtype, int64_t n, float a, float b) {
   if (op < 0 || op >= TO_UNARY_COUNT) return ex.fail("unary: unknown op code");
-  return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) { y[i] = unary_forward(op, x[i], a, b); });
+  if (!float_or_bf16(x_dtype) || !float_or_bf16(y_dtype)) return ex.fail("unary: float32 and bfloat16 only");
+  return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) { store_float(y, y_dtype, i, unary_forward(op, load_float(x, x_dtype, i), a, b)); });
 }
 
 template <class Exec>
-int unary_backward(Exec& ex, int op, const float* s, const float* dy, float* dx, int64_t n, float a, float b) {
+int unary_backward(Exec& ex, int op, const void* s, int s_dtype, const void* dy, int dy_dtype, float* dx, int64_t n, float a, float b) {
   if (op < 0 || op >= TO_UNARY_COUNT) return ex.fail("unary_backward: unknown op code");
-  return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) { dx[i] = unary_backward(op, s[i], dy[i], a, b); });
+  if (!float_or_bf16(s_dtype) || !float_or_bf16(dy_dtype)) return ex.fail("unary_backward: float32 and bfloat16 only");
+  return ex.each(n, [=] TO_HD_LAMBDA(int64_t i) {
+    dx[i] = unary_backward(op, load_float(s, s_dtype, i), load_float(dy, dy_dtype, i), a, b);
+  });
 }
 
 }  // namespace tensoropt::cuda_kernels
