@@ -71,7 +71,7 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& b
 
 }  // namespace
 
-CaseRun run_case(const KernelCase& c, Backend& backend) {
+CaseRun run_case(const KernelCase& c, Backend& backend, bool bf16) {
   CaseRun run;
   try {
     Graph g = import_onnx_bytes(c.model.bytes(), c.name, {});
@@ -106,6 +106,7 @@ CaseRun run_case(const KernelCase& c, Backend& backend) {
     }
     runtime::ExecutorOptions opts;
     opts.input_gradients = true;
+    opts.bf16 = bf16;
     runtime::Executor ex(g, backend, state, opts);
     runtime::StepContext ctx{&backend.allocator(), true, 7, 1, 2};
     std::vector<Array> outs = ex.forward(inputs, ctx);
