@@ -51,6 +51,9 @@ const Array& Executor::value(int t) const {
 
 void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& ctx, bool loss_pass) {
   values_.clear();
+  // A forward (a step's, or forward() alone) reads the weights the optimizer left: the working
+  // copies follow the masters.
+  for (auto& [t, w] : working_) backend_.convert(state_.at(t), w);
   TO_CHECK(inputs.size() == g_.inputs.size());
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Tensor& x = g_.tensors[static_cast<size_t>(g_.inputs[k])];
@@ -89,9 +92,6 @@ void Executor::run_forward(const std::vector<Array>& inputs, const StepContext& 
 }
 
 std::vector<Array> Executor::forward(const std::vector<Array>& inputs, const StepContext& ctx) {
-  // The weights as the optimizer left them (or as given, before any step): the working copies
-  // follow the masters, as a step's do.
-  for (auto& [t, w] : working_) backend_.convert(state_.at(t), w);
   run_forward(inputs, ctx, /*loss_pass=*/false);
   std::vector<Array> out;
   for (int t : g_.outputs) {
@@ -240,8 +240,6 @@ void Executor::run_backward(const StepContext& ctx) {
 void Executor::zero_gradients() {
   grads_.clear();
   for (auto& [t, a] : root_grads_) backend_.fill(a, 0.0);
-  // A step starts from the weights the optimizer left: the working copies follow the masters.
-  for (auto& [t, w] : working_) backend_.convert(state_.at(t), w);
 }
 
 double Executor::train_step(const std::vector<Array>& inputs, const Array& target, const StepContext& ctx) {

@@ -2,13 +2,14 @@
 // axis and the rows along it; device/norm_axis.h computes. Attribute semantics and refusals as the
 // CPU kernels (cpu/norm_axis.cc): Softmax without an axis attribute on a rank > 2 input is refused
 // (opset 13 and earlier disagree and the kernel does not see the opset); LpNormalization takes
-// p = 1 or 2. Softmax and LogSoftmax read Y in backward, LpNormalization X and Y.
+// p = 1 or 2. Softmax and LogSoftmax read Y in backward, LpNormalization X and Y. All three take
+// bfloat16 as stored (OpKernel::takes_bf16): X, Y and dY float32 or bfloat16, Y in its storage
+// dtype, dX float32.
 #include <string>
 #include <utility>
 
 #include "launcher/runtime/cuda/device/norm_axis.h"
 #include "launcher/runtime/cuda/norm_parts.h"
-#include "launcher/runtime/cuda/shapes.h"
 
 namespace tensoropt::runtime::cuda {
 namespace {
@@ -39,23 +40,21 @@ cuda_kernels::AxisArgs args_for(Kind k, const Node& node, const Shape& x) {
 }
 
 void axis_forward(CudaBackend& be, Kind k, const OpCall& c) {
-  require_f32(c.node, *c.in[0], "X");
   cuda_kernels::AxisArgs a = args_for(k, c.node, c.in[0]->shape());
+  a.x = float_in(c.node, c.in[0], "X");
+  a.out = float_out(c.node, c.out[0], "Y");
   if (a.rows.n == 0) return;
-  a.x = c.in[0]->data<float>();
-  a.out = c.out[0]->data<float>();
   be.launch(k == Kind::Softmax ? "softmax" : k == Kind::LogSoftmax ? "log_softmax" : "lp_norm", a, c.node.op_type);
 }
 
 void axis_backward(CudaBackend& be, Kind k, const GradCall& c) {
-  require_f32(c.node, *c.dout[0], "the output gradient");
   cuda_kernels::AxisArgs a = args_for(k, c.node, c.in_shapes[0]);
-  if (a.rows.n == 0) return;
   TO_CHECK(c.out[0] && (k != Kind::Lp || c.in[0]));
-  a.x = k == Kind::Lp ? c.in[0]->data<float>() : nullptr;
-  a.y = c.out[0]->data<float>();
-  a.dy = c.dout[0]->data<float>();
-  a.out = c.din[0]->data<float>();
+  a.x = float_in(c.node, k == Kind::Lp ? c.in[0] : nullptr, "X");
+  a.y = float_in(c.node, c.out[0], "Y");
+  a.dy = float_in(c.node, c.dout[0], "the output gradient");
+  a.out = float_out(c.node, c.din[0], "the input gradient");
+  if (a.rows.n == 0) return;
   be.launch(k == Kind::Softmax ? "softmax_backward" : k == Kind::LogSoftmax ? "log_softmax_backward" : "lp_norm_backward", a,
             c.node.op_type);
 }
@@ -66,7 +65,9 @@ void register_norm_axis(CudaBackend& be, KernelTable& table) {
   const std::pair<const char*, Kind> ops[] = {{"Softmax", Kind::Softmax}, {"LogSoftmax", Kind::LogSoftmax}, {"LpNormalization", Kind::Lp}};
   for (const auto& [type, kind] : ops) {
     const Kind k = kind;
-    table[type] = {[&be, k](const OpCall& c) { axis_forward(be, k, c); }, [&be, k](const GradCall& c) { axis_backward(be, k, c); }};
+    OpKernel kernel{[&be, k](const OpCall& c) { axis_forward(be, k, c); }, [&be, k](const GradCall& c) { axis_backward(be, k, c); }};
+    kernel.takes_bf16 = true;
+    table[type] = std::move(kernel);
   }
 }
 

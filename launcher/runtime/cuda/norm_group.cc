@@ -3,9 +3,11 @@
 // (GroupNormalization's opset-18 form); anything else is refused as the CPU kernel
 // (cpu/norm_group.cc) refuses it, and so is stash_type other than 1.
 // Kept for backward: X (the catalogue saves it), mean and inv per (sample, group) (the extras it
-// charges), and Scale (keep_input).
+// charges), and Scale (keep_input). Both take bfloat16 as stored (OpKernel::takes_bf16): X,
+// Scale, Bias, Y and dY float32 or bfloat16, the statistics and the input gradients float32.
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "launcher/runtime/cuda/device/norm_group.h"
 #include "launcher/runtime/cuda/norm_parts.h"
@@ -38,14 +40,13 @@ cuda_kernels::GroupNormArgs gn_args(const Node& node, const Shape& x, const Shap
 
 void group_norm_forward(CudaBackend& be, const OpCall& c) {
   const Array& x = *c.in[0];
-  for (int i = 0; i < 3; ++i) require_f32(c.node, *c.in[static_cast<size_t>(i)], "input");
   cuda_kernels::GroupNormArgs a = gn_args(c.node, x.shape(), c.in[1]->shape(), c.in[2]->shape());
   Array mean(DType::F32, {a.batch * a.groups}, *c.ctx.allocator, MemoryKind::Activations);
   Array inv(DType::F32, {a.batch * a.groups}, *c.ctx.allocator, MemoryKind::Activations);
-  a.x = x.data<float>();
-  a.scale = c.in[1]->data<float>();
-  a.bias = c.in[2]->data<float>();
-  a.y = c.out[0]->data<float>();
+  a.x = float_in(c.node, &x, "X");
+  a.scale = float_in(c.node, c.in[1], "scale");
+  a.bias = float_in(c.node, c.in[2], "bias");
+  a.y = float_out(c.node, c.out[0], "Y");
   a.mean = mean.data<float>();
   a.inv = inv.data<float>();
   if (x.numel() > 0) be.launch("group_norm", a, c.node.op_type);
@@ -56,11 +57,11 @@ void group_norm_backward(CudaBackend& be, const GradCall& c) {
   const Array& scale = c.state.saved[2];
   cuda_kernels::GroupNormArgs a = gn_args(c.node, c.in_shapes[0], scale.shape(), c.in_shapes[2]);
   TO_CHECK(c.in[0] && c.dout[0]);
-  a.x = c.in[0]->data<float>();
-  a.scale = scale.data<float>();
+  a.x = float_in(c.node, c.in[0], "X");
+  a.scale = float_in(c.node, &scale, "scale");
   a.mean = c.state.saved[0].data<float>();
   a.inv = c.state.saved[1].data<float>();
-  a.dy = c.dout[0]->data<float>();
+  a.dy = float_in(c.node, c.dout[0], "the output gradient");
   a.dx = c.din[0] ? c.din[0]->data<float>() : nullptr;
   a.dscale = c.din[1] ? c.din[1]->data<float>() : nullptr;
   a.dbias = c.din[2] ? c.din[2]->data<float>() : nullptr;
@@ -77,7 +78,9 @@ void group_norm_backward(CudaBackend& be, const GradCall& c) {
 
 void register_norm_group(CudaBackend& be, KernelTable& table) {
   for (const char* type : {"GroupNormalization", "InstanceNormalization"}) {
-    table[type] = {[&be](const OpCall& c) { group_norm_forward(be, c); }, [&be](const GradCall& c) { group_norm_backward(be, c); }};
+    OpKernel kernel{[&be](const OpCall& c) { group_norm_forward(be, c); }, [&be](const GradCall& c) { group_norm_backward(be, c); }};
+    kernel.takes_bf16 = true;
+    table[type] = std::move(kernel);
   }
 }
 

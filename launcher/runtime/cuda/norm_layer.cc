@@ -5,7 +5,11 @@
 // its shape (shapes.h's sum_onto), as the CPU kernel (cpu/norm_layer.cc) does.
 // Kept for backward: X (the catalogue saves it), mean and inv per row (the extras it charges),
 // and Scale (keep_input). stash_type other than 1 is refused.
+// Takes bfloat16 as stored (OpKernel::takes_bf16): X, Scale, Bias, Y, the optional Mean and
+// InvStdDev outputs and the output gradients float32 or bfloat16; the statistics it keeps stay
+// float32 (the extras the catalogue charges), the input gradients are float32.
 #include <string>
+#include <utility>
 
 #include "launcher/runtime/cuda/device/norm_layer.h"
 #include "launcher/runtime/cuda/norm_parts.h"
@@ -41,29 +45,26 @@ bool column_shaped(const Shape& p, const Shape& x, int axis) {
 
 // A scale or bias as the kernels read it: row r at data + r * stride.
 struct Param {
-  const float* data = nullptr;
+  cuda_kernels::FloatIn data{nullptr, TO_DTYPE_F32};
   int64_t stride = 0;
-  Array expanded;
+  Array expanded;  // float32
 
   Param(CudaBackend& be, const Node& node, const Array* a, const Shape& x, const LnDims& d, Allocator& alloc) {
-    if (!a) return;
-    require_f32(node, *a, "a scale or bias");
-    data = a->data<float>();
-    if (column_shaped(a->shape(), x, d.axis)) return;
+    data = float_in(node, a, "a scale or bias");
+    if (!a || column_shaped(a->shape(), x, d.axis)) return;
     expanded = Array(DType::F32, x, alloc, MemoryKind::Transients);
     cuda_kernels::ExpandArgs e{};
     e.src = data;
     e.dst = expanded.data<float>();
     e.shape = broadcast_of(node, x, a->shape(), x);
     be.launch("norm_expand", e, node.op_type);
-    data = expanded.data<float>();
+    data = float_in(node, &expanded, "a scale or bias");
     stride = d.n;
   }
 };
 
 void layer_norm_forward(CudaBackend& be, const OpCall& c) {
   const Array& x = *c.in[0];
-  require_f32(c.node, x, "X");
   const LnDims d = ln_dims(c.node, x.shape());
   Param scale(be, c.node, c.in[1], x.shape(), d, *c.ctx.allocator);
   Param bias(be, c.node, c.in.size() > 2 ? c.in[2] : nullptr, x.shape(), d, *c.ctx.allocator);
@@ -73,16 +74,16 @@ void layer_norm_forward(CudaBackend& be, const OpCall& c) {
   a.rows = d.rows;
   a.n = d.n;
   a.eps = d.eps;
-  a.x = x.data<float>();
+  a.x = float_in(c.node, &x, "X");
   a.scale = scale.data;
   a.scale_stride = scale.stride;
   a.bias = bias.data;
   a.bias_stride = bias.stride;
-  a.y = c.out[0]->data<float>();
+  a.y = float_out(c.node, c.out[0], "Y");
   a.mean = mean.data<float>();
   a.inv = inv.data<float>();
-  a.mean_out = out_or_null(c.out, 1);
-  a.inv_out = out_or_null(c.out, 2);
+  a.mean_out = float_out(c.node, c.out.size() > 1 ? c.out[1] : nullptr, "Mean");
+  a.inv_out = float_out(c.node, c.out.size() > 2 ? c.out[2] : nullptr, "InvStdDev");
   if (d.n > 0) be.launch("layer_norm", a, c.node.op_type);
   c.state.saved = {mean, inv, keep_input(be, c, 1)};
 }
@@ -93,20 +94,20 @@ void layer_norm_backward(CudaBackend& be, const GradCall& c) {
   if (d.n == 0) return;
   TO_CHECK(c.in[0] && c.state.saved.size() == 3);
   Allocator& alloc = *c.ctx.allocator;
-  const float* dy = in_or_null(c.dout, 0);
+  const cuda_kernels::FloatIn dy = float_in_at(c.node, c.dout, 0, "the output gradient");
   if (Array* dx = c.din[0]) {
     Param scale(be, c.node, &c.state.saved[2], xs, d, alloc);
     cuda_kernels::LayerNormBackwardArgs a{};
     a.rows = d.rows;
     a.n = d.n;
-    a.x = c.in[0]->data<float>();
+    a.x = float_in(c.node, c.in[0], "X");
     a.scale = scale.data;
     a.scale_stride = scale.stride;
     a.mean = c.state.saved[0].data<float>();
     a.inv = c.state.saved[1].data<float>();
     a.dy = dy;
-    a.dmean = in_or_null(c.dout, 1);
-    a.dinv = in_or_null(c.dout, 2);
+    a.dmean = float_in_at(c.node, c.dout, 1, "the gradient of Mean");
+    a.dinv = float_in_at(c.node, c.dout, 2, "the gradient of InvStdDev");
     a.dx = dx->data<float>();
     be.launch("layer_norm_backward", a, c.node.op_type);
   }
@@ -122,7 +123,7 @@ void layer_norm_backward(CudaBackend& be, const GradCall& c) {
   p.rows = d.rows;
   p.n = d.n;
   p.chunk = 64;
-  p.x = c.in[0]->data<float>();
+  p.x = float_in(c.node, c.in[0], "X");
   p.mean = c.state.saved[0].data<float>();
   p.inv = c.state.saved[1].data<float>();
   p.dy = dy;
@@ -142,14 +143,18 @@ void layer_norm_backward(CudaBackend& be, const GradCall& c) {
     be.launch("layer_norm_dscale_terms", p, c.node.op_type);
     sum_onto(be, c.node, terms, *dscale);
   }
-  if (dbias) sum_onto(be, c.node, c.dout[0]->view(xs), *dbias);
+  if (dbias) {  // sum_onto reads float32: a bfloat16 dY as a float32 copy
+    const Array dy32 = c.dout[0]->dtype() == DType::F32 ? *c.dout[0] : float32_copy(be, *c.dout[0]);
+    sum_onto(be, c.node, dy32.view(xs), *dbias);
+  }
 }
 
 }  // namespace
 
 void register_norm_layer(CudaBackend& be, KernelTable& table) {
-  table["LayerNormalization"] = {[&be](const OpCall& c) { layer_norm_forward(be, c); },
-                                 [&be](const GradCall& c) { layer_norm_backward(be, c); }};
+  OpKernel kernel{[&be](const OpCall& c) { layer_norm_forward(be, c); }, [&be](const GradCall& c) { layer_norm_backward(be, c); }};
+  kernel.takes_bf16 = true;
+  table["LayerNormalization"] = std::move(kernel);
 }
 
 }  // namespace tensoropt::runtime::cuda

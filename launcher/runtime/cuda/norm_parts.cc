@@ -36,6 +36,27 @@ std::vector<int64_t> read_indices(CudaBackend& be, const Node& node, const Array
   return out;
 }
 
+namespace {
+
+void require_float(const Node& node, const Array& a, const char* what) {
+  if (a.dtype() != DType::F32 && a.dtype() != DType::BF16)
+    kernel_error(node, std::string(what) + " is " + a.str() + "; the CUDA kernel takes float32 or bfloat16");
+}
+
+}  // namespace
+
+cuda_kernels::FloatIn float_in(const Node& node, const Array* a, const char* what) {
+  if (!a) return {nullptr, TO_DTYPE_F32};
+  require_float(node, *a, what);
+  return {a->raw(), static_cast<int>(a->dtype())};
+}
+
+cuda_kernels::FloatOut float_out(const Node& node, Array* a, const char* what) {
+  if (!a) return {nullptr, TO_DTYPE_F32};
+  require_float(node, *a, what);
+  return {a->raw(), static_cast<int>(a->dtype())};
+}
+
 Array keep_input(CudaBackend& be, const OpCall& c, int i) {
   const Array& a = *c.in[static_cast<size_t>(i)];
   if (a.kind() == MemoryKind::Parameters || a.kind() == MemoryKind::Buffers) return a;

@@ -27,11 +27,18 @@ std::vector<int64_t> read_indices(CudaBackend& be, const Node& node, const Array
 // any other input is copied on the device into an Activations array.
 Array keep_input(CudaBackend& be, const OpCall& c, int i);
 
-// Float pointers of optional arrays (null when absent).
-inline float* out_or_null(const std::vector<Array*>& v, size_t i) { return i < v.size() && v[i] ? v[i]->data<float>() : nullptr; }
-inline const float* in_or_null(const std::vector<const Array*>& v, size_t i) {
-  return i < v.size() && v[i] ? v[i]->data<float>() : nullptr;
+// A float32 or bfloat16 array as the kernels read or write it (device/norm_rows.h's FloatIn,
+// FloatOut: bfloat16 as stored under mixed precision); null: absent. kernel_error naming `what`
+// for another dtype.
+cuda_kernels::FloatIn float_in(const Node& node, const Array* a, const char* what);
+cuda_kernels::FloatOut float_out(const Node& node, Array* a, const char* what);
+// Element i of v as float_in (absent past v's end or where null).
+inline cuda_kernels::FloatIn float_in_at(const Node& node, const std::vector<const Array*>& v, size_t i, const char* what) {
+  return float_in(node, i < v.size() ? v[i] : nullptr, what);
 }
+
+// The float pointer of an optional output (null when absent).
+inline float* out_or_null(const std::vector<Array*>& v, size_t i) { return i < v.size() && v[i] ? v[i]->data<float>() : nullptr; }
 
 void register_norm_axis(CudaBackend& be, KernelTable& table);    // norm_axis.cc: Softmax, LogSoftmax, LpNormalization
 void register_norm_layer(CudaBackend& be, KernelTable& table);   // norm_layer.cc: LayerNormalization

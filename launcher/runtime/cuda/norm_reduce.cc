@@ -7,12 +7,13 @@
 // the whole tensor's count when a reduced axis is split (kernel.h's mean_count).
 // Kept for backward: the axes input, when there is one (keep_input: a view of a constant);
 // Sum and Mean read nothing else, the others X and Y (the catalogue saves them).
+// Every Reduce* takes bfloat16 as stored (OpKernel::takes_bf16): X, Y and dY float32 or
+// bfloat16, Y in its storage dtype, dX float32.
 #include <string>
 #include <vector>
 
 #include "launcher/runtime/cuda/device/norm_reduce.h"
 #include "launcher/runtime/cuda/norm_parts.h"
-#include "launcher/runtime/cuda/shapes.h"
 
 namespace tensoropt::runtime::cuda {
 namespace {
@@ -70,14 +71,13 @@ int64_t chunks_of(const ReduceArgs& a) { return a.size > 0 ? (a.size + a.chunk -
 template <int Op>
 void reduce_forward(CudaBackend& be, const OpCall& c) {
   const Array& x = *c.in[0];
-  require_f32(c.node, x, "data");
   const Array* axes = c.in.size() > 1 ? c.in[1] : nullptr;
   const std::vector<bool> red = reduced_axes(be, c.node, axes, x.shape(), c.out[0]->shape(), c.shard);
   ReduceArgs a = reduce_args(c.node, Op, x.shape(), red);
   a.divisor = static_cast<double>(mean_count(c.shard, 0, x.shape(), red));
   Array partial(DType::F64, {a.count * chunks_of(a) * 2}, *c.ctx.allocator, MemoryKind::Transients);
-  a.x = x.data<float>();
-  a.out = c.out[0]->data<float>();
+  a.x = float_in(c.node, &x, "data");
+  a.out = float_out(c.node, c.out[0], "reduced");
   a.partial = partial.data<double>();
   if (x.numel() > 0) be.launch("reduce", a, c.node.op_type);
   if (axes) c.state.saved = {keep_input(be, c, 1)};
@@ -92,9 +92,9 @@ void reduce_backward(CudaBackend& be, const GradCall& c) {
   a.divisor = static_cast<double>(mean_count(c.shard, 0, xs, red));
   const bool reads_x = Op != cuda_kernels::NORM_REDUCE_SUM && Op != cuda_kernels::NORM_REDUCE_MEAN;
   TO_CHECK(!reads_x || (c.in[0] && c.out[0]));
-  a.x = reads_x ? c.in[0]->data<float>() : nullptr;
-  a.y = reads_x ? c.out[0]->data<float>() : nullptr;
-  a.dy = c.dout[0]->data<float>();
+  a.x = float_in(c.node, reads_x ? c.in[0] : nullptr, "data");
+  a.y = float_in(c.node, reads_x ? c.out[0] : nullptr, "reduced");
+  a.dy = float_in(c.node, c.dout[0], "the output gradient");
   if (numel(xs) == 0) return;
   Array partial, stats;
   if (Op == cuda_kernels::NORM_REDUCE_MAX || Op == cuda_kernels::NORM_REDUCE_MIN || Op == cuda_kernels::NORM_REDUCE_PROD) {
@@ -107,13 +107,15 @@ void reduce_backward(CudaBackend& be, const GradCall& c) {
     be.launch("reduce", s, c.node.op_type);
     a.stats = stats.data<double>();
   }
-  a.out = c.din[0]->data<float>();
+  a.out = float_out(c.node, c.din[0], "the input gradient");
   be.launch("reduce_backward", a, c.node.op_type);
 }
 
 template <int Op>
 OpKernel reduce_kernel(CudaBackend& be) {
-  return {[&be](const OpCall& c) { reduce_forward<Op>(be, c); }, [&be](const GradCall& c) { reduce_backward<Op>(be, c); }};
+  OpKernel k{[&be](const OpCall& c) { reduce_forward<Op>(be, c); }, [&be](const GradCall& c) { reduce_backward<Op>(be, c); }};
+  k.takes_bf16 = true;
+  return k;
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 // CUDA kernels of ArgMax, ArgMin, TopK and CumSum (graph/ops/norm.cc), host side: the axis, the
 // rows along it and the attributes; device/norm_select.h computes. As the CPU kernels
-// (cpu/norm_select.cc): ArgMax/ArgMin take float32 and have no gradient; TopK's K is the
-// output's extent along the axis (no read of the K input); CumSum takes float32, int64 or int32
-// and reads its axis input back from the device (a constant, kept for backward as a view).
+// (cpu/norm_select.cc): ArgMax/ArgMin have no gradient; TopK's K is the output's extent along
+// the axis (no read of the K input); CumSum takes floats, int64 or int32 and reads its axis input
+// back from the device (a constant, kept for backward as a view).
+// All four take bfloat16 as stored (OpKernel::takes_bf16): float inputs, outputs and output
+// gradients float32 or bfloat16, outputs in their storage dtype, input gradients float32.
 #include <string>
 
 #include "launcher/runtime/cuda/device/norm_select.h"
 #include "launcher/runtime/cuda/norm_parts.h"
-#include "launcher/runtime/cuda/shapes.h"
 
 namespace tensoropt::runtime::cuda {
 namespace {
@@ -16,11 +17,10 @@ using cuda_kernels::SelectArgs;
 
 void arg_forward(CudaBackend& be, bool max, const OpCall& c) {
   const Array& x = *c.in[0];
-  require_f32(c.node, x, "data");
   const int axis = node_axis(c.node, "axis", 0, x.rank());
   SelectArgs a{};
   a.rows = rows_of(x.shape(), axis, axis + 1);
-  a.x = x.data<float>();
+  a.x = float_in(c.node, &x, "data");
   a.indices = c.out[0]->data<int64_t>();
   a.largest = max;
   a.last = c.node.attr_int("select_last_index", 0) != 0;
@@ -29,13 +29,12 @@ void arg_forward(CudaBackend& be, bool max, const OpCall& c) {
 
 void topk_forward(CudaBackend& be, const OpCall& c) {
   const Array& x = *c.in[0];
-  require_f32(c.node, x, "X");
   const int axis = node_axis(c.node, "axis", -1, x.rank());
   SelectArgs a{};
   a.rows = rows_of(x.shape(), axis, axis + 1);
   a.k = c.out[0]->dim(axis);
-  a.x = x.data<float>();
-  a.values = c.out[0]->data<float>();
+  a.x = float_in(c.node, &x, "X");
+  a.values = float_out(c.node, c.out[0], "Values");
   a.indices = c.out.size() > 1 && c.out[1] ? c.out[1]->data<int64_t>() : nullptr;
   a.largest = c.node.attr_int("largest", 1) != 0;
   if (a.k > 0 && a.rows.count() > 0) be.launch("top_k", a, c.node.op_type);
@@ -48,7 +47,7 @@ void topk_backward(CudaBackend& be, const GradCall& c) {
   cuda_kernels::TopKBackwardArgs a{};
   a.rows = rows_of(xs, axis, axis + 1);
   a.k = c.out[1]->dim(axis);
-  a.dvalues = c.dout[0]->data<float>();
+  a.dvalues = float_in(c.node, c.dout[0], "the gradient of Values");
   a.indices = c.out[1]->data<int64_t>();
   a.dx = c.din[0]->data<float>();
   be.launch("top_k_backward", a, c.node.op_type);
@@ -72,24 +71,28 @@ cuda_kernels::CumSumArgs cumsum_args(const Node& node, const Shape& x, int axis)
 
 void cumsum_forward(CudaBackend& be, const OpCall& c) {
   const Array& x = *c.in[0];
-  if (x.dtype() != DType::F32 && x.dtype() != DType::I64 && x.dtype() != DType::I32)
-    kernel_error(c.node, "x is " + x.str() + "; the CUDA kernel takes float32, int64 or int32");
+  if (x.dtype() != DType::F32 && x.dtype() != DType::BF16 && x.dtype() != DType::I64 && x.dtype() != DType::I32)
+    kernel_error(c.node, "x is " + x.str() + "; the CUDA kernel takes float32, bfloat16, int64 or int32");
   cuda_kernels::CumSumArgs a = cumsum_args(c.node, x.shape(), cumsum_axis(be, c.node, *c.in[1], x.rank()));
   a.x = x.raw();
   a.y = c.out[0]->raw();
   a.dtype = static_cast<int>(x.dtype());
+  a.y_dtype = static_cast<int>(c.out[0]->dtype());
   if (x.numel() > 0) be.launch("cumsum", a, c.node.op_type);
   c.state.saved = {keep_input(be, c, 1)};
 }
 
 void cumsum_backward(CudaBackend& be, const GradCall& c) {
   const Shape& xs = c.in_shapes[0];
-  require_f32(c.node, *c.dout[0], "the output gradient");
+  const Array& dy = *c.dout[0];
+  if (dy.dtype() != DType::F32 && dy.dtype() != DType::BF16)
+    kernel_error(c.node, "the output gradient is " + dy.str() + "; the CUDA kernel takes float32 or bfloat16");
   cuda_kernels::CumSumArgs a = cumsum_args(c.node, xs, cumsum_axis(be, c.node, c.state.saved[0], static_cast<int>(xs.size())));
   a.reverse = !a.reverse;
-  a.x = c.dout[0]->raw();
+  a.x = dy.raw();
   a.y = c.din[0]->raw();
-  a.dtype = TO_DTYPE_F32;
+  a.dtype = static_cast<int>(dy.dtype());
+  a.y_dtype = TO_DTYPE_F32;
   if (numel(xs) > 0) be.launch("cumsum", a, c.node.op_type);
 }
 
@@ -100,6 +103,7 @@ void register_norm_select(CudaBackend& be, KernelTable& table) {
   table["ArgMin"] = {[&be](const OpCall& c) { arg_forward(be, false, c); }, {}};
   table["TopK"] = {[&be](const OpCall& c) { topk_forward(be, c); }, [&be](const GradCall& c) { topk_backward(be, c); }};
   table["CumSum"] = {[&be](const OpCall& c) { cumsum_forward(be, c); }, [&be](const GradCall& c) { cumsum_backward(be, c); }};
+  for (const char* type : {"ArgMax", "ArgMin", "TopK", "CumSum"}) table[type].takes_bf16 = true;
 }
 
 }  // namespace tensoropt::runtime::cuda

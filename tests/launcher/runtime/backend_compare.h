@@ -28,9 +28,8 @@ struct CaseRun {
 };
 
 // Runs `c` on `backend` (inputs and weights uniform in the case's ranges from a fixed seed, so two
-// backends see the same values). Never throws for what the backend throws: it lands in error.
-// `bf16`: under mixed precision (ExecutorOptions::bf16: activations and gradients stored as
-// bfloat16).
+// backends see the same values), under mixed precision with `bf16` (ExecutorOptions::bf16). Never
+// throws for what the backend throws: it lands in error.
 CaseRun run_case(const KernelCase& c, runtime::Backend& backend, bool bf16 = false);
 
 struct Comparison {

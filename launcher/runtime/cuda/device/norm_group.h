@@ -7,11 +7,13 @@
 //   dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the row, g = dy * scale[p]
 //   dscale[p] = sum of dy * xhat, dbias[p] = sum of dy over the channels of p, all samples and
 //   all spatial elements: one warp per parameter (deterministic, no atomics).
+// X, Scale, Bias, Y and dY float32 or bfloat16 as stored (norm_rows.h's FloatIn, FloatOut); the
+// statistics kept for backward and the input gradients float32.
 #pragma once
 
 #include <cmath>
 
-#include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/device/norm_rows.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
 namespace tensoropt::cuda_kernels {
@@ -20,13 +22,13 @@ struct GroupNormArgs {
   int64_t batch, channels, groups, spatial;
   int per_group;         // scale and bias hold one value per group
   float eps;
-  const float* x;        // [B, C, S]
-  const float* scale;    // [C] or [G]
-  const float* bias;     // [C] or [G]
-  float* y;              // [B, C, S]
+  FloatIn x;             // [B, C, S]
+  FloatIn scale;         // [C] or [G]
+  FloatIn bias;          // [C] or [G]
+  FloatOut y;            // [B, C, S]
   float* mean;           // [B * G]
   float* inv;            // [B * G]
-  const float* dy;       // backward
+  FloatIn dy;            // backward
   float* dx;             // backward, may be null
   float* dscale;         // backward, may be null
   float* dbias;          // backward, may be null
@@ -44,7 +46,7 @@ int group_norm(Exec& ex, const GroupNormArgs& a) {
   const GroupNormArgs g = a;
   return ex.rows(g.batch * g.groups, [=] TO_HD_LAMBDA(const Lanes& l, int64_t r) {
     const int64_t n = group_per(g) * g.spatial;
-    const float* x = g.x + r * n;
+    const FloatIn x = g.x.at(r * n);
     double s = 0;
     for (int64_t k = l.lane; k < n; k += l.width) s += x[k];
     const double mu = l.sum(s) / static_cast<double>(n);
@@ -54,7 +56,7 @@ int group_norm(Exec& ex, const GroupNormArgs& a) {
     const auto is = static_cast<float>(1.0 / sqrt(l.sum(v) / static_cast<double>(n) + g.eps));
     for (int64_t k = l.lane; k < n; k += l.width) {
       const int64_t p = group_param(g, r, k);
-      g.y[r * n + k] = (x[k] - m) * (g.scale[p] * is) + g.bias[p];
+      g.y.set(r * n + k, (x[k] - m) * (g.scale[p] * is) + g.bias[p]);
     }
     if (l.lane == 0) {
       g.mean[r] = m;
@@ -70,7 +72,7 @@ int group_norm_backward(Exec& ex, const GroupNormArgs& a) {
   if (g.dx) {
     if (int s = ex.rows(g.batch * g.groups, [=] TO_HD_LAMBDA(const Lanes& l, int64_t r) {
           const int64_t n = per * S;
-          const float *x = g.x + r * n, *dy = g.dy + r * n;
+          const FloatIn x = g.x.at(r * n), dy = g.dy.at(r * n);
           const float m = g.mean[r], is = g.inv[r];
           double sg = 0, sgx = 0;
           for (int64_t k = l.lane; k < n; k += l.width) {

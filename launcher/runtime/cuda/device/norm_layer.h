@@ -10,11 +10,14 @@
 //   passes (partial sums over chunks of `chunk` rows, a thread per (chunk, column); then a thread
 //   per column adds its chunks in order). norm_expand and layer_norm_dscale_terms serve the
 //   parameters of other shapes (the host sums the terms to the parameter's shape).
+// X, Scale, Bias, Y, the optional outputs and the output gradients float32 or bfloat16 as stored
+// (norm_rows.h's FloatIn, FloatOut); the statistics kept for backward, the input gradients and
+// the partial sums float32 (double).
 #pragma once
 
 #include <cmath>
 
-#include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/device/norm_rows.h"
 #include "launcher/runtime/cuda/driver_abi.h"
 
 namespace tensoropt::cuda_kernels {
@@ -22,15 +25,15 @@ namespace tensoropt::cuda_kernels {
 struct LayerNormArgs {
   int64_t rows, n;
   float eps;
-  const float* x;                         // [rows, n]
-  const float* scale;                     // row r at scale + r * scale_stride
-  const float* bias;                      // may be null
+  FloatIn x;                              // [rows, n]
+  FloatIn scale;                          // row r at scale + r * scale_stride
+  FloatIn bias;                           // may be absent
   int64_t scale_stride, bias_stride;
-  float* y;                               // [rows, n]
+  FloatOut y;                             // [rows, n]
   float* mean;                            // [rows] kept for backward
   float* inv;                             // [rows] kept for backward
-  float* mean_out;                        // [rows] the optional outputs (may be null)
-  float* inv_out;
+  FloatOut mean_out;                      // [rows] the optional outputs (may be absent)
+  FloatOut inv_out;
 };
 
 template <class Exec>
@@ -38,7 +41,7 @@ int layer_norm(Exec& ex, const LayerNormArgs& a) {
   const LayerNormArgs g = a;
   return ex.rows(g.rows, [=] TO_HD_LAMBDA(const Lanes& l, int64_t r) {
     const int64_t n = g.n;
-    const float* x = g.x + r * n;
+    const FloatIn x = g.x.at(r * n);
     double s = 0;
     for (int64_t j = l.lane; j < n; j += l.width) s += x[j];
     const double mu = l.sum(s) / static_cast<double>(n);
@@ -47,29 +50,29 @@ int layer_norm(Exec& ex, const LayerNormArgs& a) {
     v = l.sum(v);
     const auto m = static_cast<float>(mu);
     const auto is = static_cast<float>(1.0 / sqrt(v / static_cast<double>(n) + g.eps));
-    const float* sc = g.scale + r * g.scale_stride;
-    const float* b = g.bias ? g.bias + r * g.bias_stride : nullptr;
-    float* y = g.y + r * n;
-    for (int64_t j = l.lane; j < n; j += l.width) y[j] = (x[j] - m) * is * sc[j] + (b ? b[j] : 0.0f);
+    const FloatIn sc = g.scale.at(r * g.scale_stride);
+    const FloatIn b = g.bias ? g.bias.at(r * g.bias_stride) : g.bias;
+    const FloatOut y = g.y.at(r * n);
+    for (int64_t j = l.lane; j < n; j += l.width) y.set(j, (x[j] - m) * is * sc[j] + (b ? b[j] : 0.0f));
     if (l.lane == 0) {
       g.mean[r] = m;
       g.inv[r] = is;
-      if (g.mean_out) g.mean_out[r] = m;
-      if (g.inv_out) g.inv_out[r] = is;
+      if (g.mean_out) g.mean_out.set(r, m);
+      if (g.inv_out) g.inv_out.set(r, is);
     }
   });
 }
 
 struct LayerNormBackwardArgs {
   int64_t rows, n;
-  const float* x;       // [rows, n]
-  const float* scale;   // as LayerNormArgs
+  FloatIn x;            // [rows, n]
+  FloatIn scale;        // as LayerNormArgs
   int64_t scale_stride;
   const float* mean;    // [rows]
   const float* inv;     // [rows]
-  const float* dy;      // [rows, n], null: no gradient reached Y
-  const float* dmean;   // [rows] or null
-  const float* dinv;    // [rows] or null
+  FloatIn dy;           // [rows, n], absent: no gradient reached Y
+  FloatIn dmean;        // [rows] or absent
+  FloatIn dinv;         // [rows] or absent
   float* dx;            // [rows, n]
 };
 
@@ -79,13 +82,13 @@ int layer_norm_backward(Exec& ex, const LayerNormBackwardArgs& a) {
   return ex.rows(g.rows, [=] TO_HD_LAMBDA(const Lanes& l, int64_t r) {
     const int64_t n = g.n;
     const auto nd = static_cast<double>(n);
-    const float* x = g.x + r * n;
-    const float* sc = g.scale + r * g.scale_stride;
+    const FloatIn x = g.x.at(r * n);
+    const FloatIn sc = g.scale.at(r * g.scale_stride);
     const float m = g.mean[r], is = g.inv[r];
     float* dx = g.dx + r * n;
     float ag = 0, bg = 0;
     if (g.dy) {
-      const float* dy = g.dy + r * n;
+      const FloatIn dy = g.dy.at(r * n);
       double sg = 0, sgx = 0;
       for (int64_t j = l.lane; j < n; j += l.width) {
         const float gj = dy[j] * sc[j];
@@ -107,10 +110,10 @@ int layer_norm_backward(Exec& ex, const LayerNormBackwardArgs& a) {
 
 struct LayerNormParamArgs {
   int64_t rows, n, chunk;  // chunk: rows per partial sum
-  const float* x;
+  FloatIn x;
   const float* mean;
   const float* inv;
-  const float* dy;
+  FloatIn dy;
   double* partial;         // [2, ceil(rows / chunk), n]: dscale's partial sums, then dbias's
   float* dscale;           // [n] or null
   float* dbias;            // [n] or null
@@ -159,7 +162,7 @@ int layer_norm_dscale_terms(Exec& ex, const LayerNormParamArgs& a) {
 
 // dst[i] = src[offset of output element i along shape.a_stride]: a parameter broadcast to X.
 struct ExpandArgs {
-  const float* src;
+  FloatIn src;
   float* dst;
   struct TensoroptBroadcast shape;
 };

@@ -15,6 +15,8 @@
 // The backward of Max, Min and Prod first runs the same two passes for per-group statistics
 // (ties; the product of the non-zero elements and the count of zeros), then one thread per X
 // element writes dx.
+// X, Y and dY float32 or bfloat16 as stored (norm_rows.h's FloatIn, FloatOut); Y in its storage
+// dtype, dx float32.
 #pragma once
 
 #include <cmath>
@@ -44,10 +46,10 @@ struct ReduceArgs {
   ReduceShape shape;
   int64_t count, size, chunk;   // groups, elements per group (R), elements per chunk
   double divisor;               // Mean: what the sum divides by (the whole count when sharded)
-  const float* x;
-  const float* y;               // Max, Min, L2, LogSumExp backward; the TIES pass
-  const float* dy;              // backward
-  float* out;                   // forward: y [count]; backward: dx (X's shape)
+  FloatIn x;
+  FloatIn y;                    // Max, Min, L2, LogSumExp backward; the TIES pass
+  FloatIn dy;                   // backward
+  FloatOut out;                 // forward: y [count]; backward: dx (X's shape)
   double* partial;              // [count * chunks * 2]
   double* stats;                // [count * 2]: the backward statistics (TIES, PROD_STATS)
 };
@@ -82,7 +84,7 @@ TO_HD bool reduce_last_axis_reduced(const ReduceShape& s) { return s.rank > 0 &&
 
 // Pass 1: the partial of (group o, chunk c) into p[0], p[1].
 TO_HD void reduce_chunk(const Lanes& l, const ReduceArgs& g, int64_t o, int64_t c, double* p) {
-  const float* x = g.x + reduce_offset(g.shape, o, 0);
+  const FloatIn x = g.x.at(reduce_offset(g.shape, o, 0));
   const int64_t lo = c * g.chunk, hi = lo + g.chunk < g.size ? lo + g.chunk : g.size;
   // With one reduced axis after merging (the usual case) element j sits at j * stride.
   int reduced_axes = 0;
@@ -162,7 +164,7 @@ TO_HD void reduce_finish(const ReduceArgs& g, int64_t o, int64_t chunks, bool by
     g.stats[2 * o] = a;
     g.stats[2 * o + 1] = b;
   } else {
-    g.out[o] = static_cast<float>(a);
+    g.out.set(o, static_cast<float>(a));
   }
 }
 
@@ -219,7 +221,7 @@ int reduce_backward(Exec& ex, const ReduceArgs& a) {
       }
       default: d = dy;  // Sum
     }
-    g.out[i] = d;
+    g.out.set(i, d);
   });
 }
 

@@ -8,13 +8,38 @@
 // (coalesced along the row); strided rows get a thread each, so neighbouring threads read
 // neighbouring rows' elements (coalesced across rows). A body must let every lane of its group
 // reach each combination (no lane returns early).
+//
+// Float tensors (FloatIn, FloatOut): an array of float32 or bfloat16 (TO_DTYPE_*) as the kernels
+// read and write it, so they take bfloat16 as stored under mixed precision (OpKernel::takes_bf16):
+// elements are read as float (exact), computed on in float32 as before and written rounded to
+// nearest even once (primitives.h's load_float, store_float). The branch on the dtype is the same
+// for every thread of a launch.
 #pragma once
 
 #include <stdint.h>
 
 #include "launcher/runtime/cuda/device/hd.h"
+#include "launcher/runtime/cuda/device/primitives.h"
 
 namespace tensoropt::cuda_kernels {
+
+TO_HD int64_t float_bytes(int dtype) { return dtype == TO_DTYPE_F32 ? 4 : 2; }
+
+struct FloatIn {
+  const void* p;  // null: absent
+  int dtype;      // TO_DTYPE_F32 or TO_DTYPE_BF16
+  TO_HD float operator[](int64_t i) const { return load_float(p, dtype, i); }
+  TO_HD FloatIn at(int64_t offset) const { return {static_cast<const char*>(p) + offset * float_bytes(dtype), dtype}; }
+  TO_HD explicit operator bool() const { return p != nullptr; }
+};
+
+struct FloatOut {
+  void* p;  // null: absent
+  int dtype;
+  TO_HD void set(int64_t i, float v) const { store_float(p, dtype, i, v); }
+  TO_HD FloatOut at(int64_t offset) const { return {static_cast<char*>(p) + offset * float_bytes(dtype), dtype}; }
+  TO_HD explicit operator bool() const { return p != nullptr; }
+};
 
 struct AxisRows {
   int64_t outer, n, inner;
