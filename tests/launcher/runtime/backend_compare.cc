@@ -71,27 +71,29 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& b
 
 }  // namespace
 
+const std::vector<double>& CaseValues::operator()(const Tensor& x) {
+  auto it = values_.find(x.name);
+  if (it != values_.end()) return it->second;
+  std::vector<double> v;
+  if (auto given = c_.values.find(x.name); given != c_.values.end()) {
+    v = given->second;
+  } else if (x.value) {
+    for (int64_t i = 0; i < x.value->size(); ++i) v.push_back(x.value->real(i));
+  } else {
+    if (!dtype_is_float(x.dtype)) throw std::runtime_error("give values for integer input '" + x.name + "'");
+    const auto r = c_.ranges.count(x.name) ? c_.ranges.at(x.name) : c_.range;
+    std::uniform_real_distribution<double> u(r.first, r.second);
+    for (int64_t i = 0; i < x.elements(); ++i) v.push_back(u(rng_));
+  }
+  return values_[x.name] = std::move(v);
+}
+
 CaseRun run_case(const KernelCase& c, Backend& backend, bool bf16) {
   CaseRun run;
   try {
     Graph g = import_onnx_bytes(c.model.bytes(), c.name, {});
+    CaseValues host_values(c);
     std::mt19937_64 rng(12345);
-    std::map<std::string, std::vector<double>> host;
-    auto host_values = [&](const Tensor& x) -> const std::vector<double>& {
-      auto it = host.find(x.name);
-      if (it != host.end()) return it->second;
-      std::vector<double> v;
-      if (auto given = c.values.find(x.name); given != c.values.end()) {
-        v = given->second;
-      } else if (x.value) {
-        for (int64_t i = 0; i < x.value->size(); ++i) v.push_back(x.value->real(i));
-      } else {
-        const auto r = c.ranges.count(x.name) ? c.ranges.at(x.name) : c.range;
-        std::uniform_real_distribution<double> u(r.first, r.second);
-        for (int64_t i = 0; i < x.elements(); ++i) v.push_back(u(rng));
-      }
-      return host[x.name] = std::move(v);
-    };
     std::map<int, Array> state;
     for (size_t t = 0; t < g.tensors.size(); ++t) {
       const Tensor& x = g.tensors[t];

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,22 @@ namespace tensoropt::test {
 // values read back as doubles (any dtype the runtime holds).
 runtime::Array array_of(const Tensor& x, const std::vector<double>& v, runtime::Backend& backend, runtime::MemoryKind kind);
 std::vector<double> values_of(const runtime::Array& a, runtime::Backend& backend);
+
+// The values a case's tensors take: those the case gives, else the importer's (a constant's),
+// else uniform in the case's range (or ranges[name]) from a fixed seed, each drawn once, in the
+// order first asked. An integer tensor without values is the case's mistake (std::runtime_error).
+class CaseValues {
+ public:
+  explicit CaseValues(const KernelCase& c) : c_(c), rng_(12345) {}
+  const std::vector<double>& operator()(const Tensor& x);
+  void set(const std::string& name, std::vector<double> v) { values_[name] = std::move(v); }
+  const std::vector<double>& at(const std::string& name) const { return values_.at(name); }
+
+ private:
+  const KernelCase& c_;
+  std::mt19937_64 rng_;
+  std::map<std::string, std::vector<double>> values_;
+};
 
 // What one backend computed for a case: the graph outputs, then the gradients by tensor name.
 struct CaseRun {

@@ -21,23 +21,7 @@ void check_kernel(const KernelCase& c) {
   runtime::cpu::CpuBackend backend(2);
   std::mt19937_64 rng(12345);
   // Every graph input and initializer the nodes read gets a value: given, folded or random.
-  std::map<std::string, std::vector<double>> host;
-  auto host_values = [&](const Tensor& x) -> const std::vector<double>& {
-    auto it = host.find(x.name);
-    if (it != host.end()) return it->second;
-    std::vector<double> v;
-    if (auto given = c.values.find(x.name); given != c.values.end()) {
-      v = given->second;
-    } else if (x.value) {
-      for (int64_t i = 0; i < x.value->size(); ++i) v.push_back(x.value->real(i));
-    } else {
-      REQUIRE_MESSAGE(dtype_is_float(x.dtype), "give values for integer input '" << x.name << "'");
-      auto r = c.ranges.count(x.name) ? c.ranges.at(x.name) : c.range;
-      std::uniform_real_distribution<double> u(r.first, r.second);
-      for (int64_t i = 0; i < x.elements(); ++i) v.push_back(u(rng));
-    }
-    return host[x.name] = std::move(v);
-  };
+  CaseValues host_values(c);
   std::map<int, Array> state;
   std::vector<int> state_ids;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
@@ -108,7 +92,7 @@ void check_kernel(const KernelCase& c) {
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     CAPTURE(x.name);
     for (int dir = 0; dir < 2; ++dir) {
-      std::vector<double> base = host.at(x.name), v(base.size());
+      std::vector<double> base = host_values.at(x.name), v(base.size());
       double scale = 0;
       for (double b : base) scale = std::max(scale, std::abs(b));
       double eps = 1e-2 * std::max(scale, 1.0);
@@ -120,7 +104,7 @@ void check_kernel(const KernelCase& c) {
       auto set = [&](double s) {
         std::vector<double> p = base;
         for (size_t i = 0; i < p.size(); ++i) p[i] += s * v[i];
-        host[x.name] = p;
+        host_values.set(x.name, p);
         if (state.count(t)) state[t] = array_of(x, p, backend, MemoryKind::Parameters);
       };
       set(eps);
