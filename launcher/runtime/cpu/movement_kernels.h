@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <vector>
 
@@ -41,5 +42,15 @@ inline int64_t inner_of(const Shape& s, int axis) { return numel(Shape(s.begin()
 
 // axis + rank when negative (the catalogue has checked the range at import).
 int norm_axis(int64_t axis, int rank);
+
+// Slice(x, starts, ends, axes?, steps?)'s positions (movement_slice.cc), for both backends: per axis
+// of `in`, the source index of each output position, start + i * step, with start and end taken
+// from the end when negative and clamped as numpy does (to [0, n] for a positive step, [-1, n - 1]
+// for a negative one). Opset < 10 gives starts, ends and axes as attributes; else `ints` reads the
+// operands' values (ints_of here, a download on a GPU).
+std::vector<std::vector<int64_t>> slice_index_maps(const Node& node, const Shape& in,
+                                                   const std::function<std::vector<int64_t>(const Array*)>& ints,
+                                                   const Array* starts, const Array* ends, const Array* axes,
+                                                   const Array* steps);
 
 }  // namespace tensoropt::runtime::cpu

@@ -3,6 +3,7 @@
 //
 // Shapes legend: r = rank, n = an axis' input size, i = an output position along it.
 #include <algorithm>
+#include <functional>
 #include <cstring>
 #include <string>
 
@@ -11,31 +12,28 @@
 #include "launcher/runtime/cpu/util.h"
 
 namespace tensoropt::runtime::cpu {
-namespace {
 
-// ---- Slice(x, starts, ends, axes?, steps?): along each sliced axis out[i] = x[start + i * step],
-// start and end taken from the end when negative and clamped as numpy does (to [0, n] for a
-// positive step, [-1, n - 1] for a negative one); opset < 10 gives starts/ends/axes as attributes.
-// dx = dout scattered back to those positions, 0 elsewhere.
-AxisMaps slice_maps(const Node& node, const Shape& in, const Array* starts_in, const Array* ends_in,
-                    const Array* axes_in, const Array* steps_in) {
+std::vector<std::vector<int64_t>> slice_index_maps(const Node& node, const Shape& in,
+                                                   const std::function<std::vector<int64_t>(const Array*)>& ints,
+                                                   const Array* starts_in, const Array* ends_in, const Array* axes_in,
+                                                   const Array* steps_in) {
   std::vector<int64_t> starts, ends, axes, steps;
   if (auto s = node.attr_ints("starts")) {
     starts = *s;
     ends = node.attr_ints("ends").value_or(std::vector<int64_t>{});
     axes = node.attr_ints("axes").value_or(std::vector<int64_t>{});
   } else {
-    starts = ints_of(starts_in);
-    ends = ints_of(ends_in);
-    axes = ints_of(axes_in);
-    steps = ints_of(steps_in);
+    starts = ints(starts_in);
+    ends = ints(ends_in);
+    axes = ints(axes_in);
+    steps = ints(steps_in);
   }
   const int r = static_cast<int>(in.size());
-  AxisMaps m{in, {}};
+  std::vector<std::vector<int64_t>> m;
   for (int64_t n : in) {
     std::vector<int64_t> map(static_cast<size_t>(n));
     for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int64_t>(i);
-    m.map.push_back(std::move(map));
+    m.push_back(std::move(map));
   }
   for (size_t k = 0; k < starts.size(); ++k) {
     auto a = static_cast<size_t>(norm_axis(axes.empty() ? static_cast<int64_t>(k) : axes[k], r));
@@ -52,11 +50,20 @@ AxisMaps slice_maps(const Node& node, const Shape& in, const Array* starts_in, c
       e = std::clamp<int64_t>(e, -1, n - 1);
       count = s > e ? (s - e - step - 1) / -step : 0;
     }
-    std::vector<int64_t>& map = m.map[a];
+    std::vector<int64_t>& map = m[a];
     map.resize(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) map[static_cast<size_t>(i)] = s + i * step;
   }
   return m;
+}
+
+namespace {
+
+// ---- Slice(x, starts, ends, axes?, steps?): out[i] = x[start + i * step] along each sliced axis
+// (slice_index_maps, movement_kernels.h); dx = dout scattered back to those positions, 0 elsewhere.
+AxisMaps slice_maps(const Node& node, const Shape& in, const Array* starts_in, const Array* ends_in,
+                    const Array* axes_in, const Array* steps_in) {
+  return {in, slice_index_maps(node, in, ints_of, starts_in, ends_in, axes_in, steps_in)};
 }
 
 void slice_forward(const OpCall& c) {

@@ -18,50 +18,12 @@ using cpu::keep_inputs;
 using cpu::norm_axis;
 using cpu::optional_input;
 
-// ---- Slice(x, starts, ends, axes?, steps?): along each sliced axis out[i] = x[start + i * step],
-// start and end from the end when negative and clamped as numpy does (to [0, n] for a positive
-// step, [-1, n - 1] for a negative one); opset < 10 gives starts/ends/axes as attributes.
-// dx = dout summed back to those positions, 0 elsewhere.
+// ---- Slice(x, starts, ends, axes?, steps?): cpu::slice_index_maps's positions (the operands
+// downloaded); dx = dout summed back to those positions, 0 elsewhere.
 AxisMaps slice_maps(CudaBackend& be, const Node& node, const Shape& in, const Array* starts_in, const Array* ends_in,
                     const Array* axes_in, const Array* steps_in) {
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (auto s = node.attr_ints("starts")) {
-    starts = *s;
-    ends = node.attr_ints("ends").value_or(std::vector<int64_t>{});
-    axes = node.attr_ints("axes").value_or(std::vector<int64_t>{});
-  } else {
-    starts = host_ints(be, starts_in);
-    ends = host_ints(be, ends_in);
-    axes = host_ints(be, axes_in);
-    steps = host_ints(be, steps_in);
-  }
-  const int r = static_cast<int>(in.size());
-  AxisMaps m{in, {}};
-  for (int64_t n : in) {
-    std::vector<int64_t> map(static_cast<size_t>(n));
-    for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int64_t>(i);
-    m.map.push_back(std::move(map));
-  }
-  for (size_t k = 0; k < starts.size(); ++k) {
-    auto a = static_cast<size_t>(norm_axis(axes.empty() ? static_cast<int64_t>(k) : axes[k], r));
-    const int64_t n = in[a], step = steps.empty() ? 1 : steps[k];
-    int64_t s = starts[k] < 0 ? starts[k] + n : starts[k];
-    int64_t e = ends[k] < 0 ? ends[k] + n : ends[k];
-    int64_t count;
-    if (step > 0) {
-      s = std::clamp<int64_t>(s, 0, n);
-      e = std::clamp<int64_t>(e, 0, n);
-      count = e > s ? (e - s + step - 1) / step : 0;
-    } else {
-      s = std::clamp<int64_t>(s, 0, n - 1);
-      e = std::clamp<int64_t>(e, -1, n - 1);
-      count = s > e ? (s - e - step - 1) / -step : 0;
-    }
-    std::vector<int64_t>& map = m.map[a];
-    map.resize(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) map[static_cast<size_t>(i)] = s + i * step;
-  }
-  return m;
+  const auto ints = [&be](const Array* a) { return host_ints(be, a); };
+  return {in, cpu::slice_index_maps(node, in, ints, starts_in, ends_in, axes_in, steps_in)};
 }
 
 void slice_forward(CudaBackend& be, const OpCall& c) {
