@@ -15,6 +15,16 @@
 
 namespace tensoropt::runtime::cpu {
 
+AxisMaps tile_maps(const Shape& in, const Shape& out) {
+  AxisMaps m{in, {}};
+  for (size_t a = 0; a < out.size(); ++a) {
+    std::vector<int64_t> map(static_cast<size_t>(out[a]));
+    for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int64_t>(i) % in[a];
+    m.map.push_back(std::move(map));
+  }
+  return m;
+}
+
 void keep_inputs(const OpCall& c, std::initializer_list<int> which) {
   for (int k : which) {
     const Array* a = optional_input(c, k);
@@ -189,16 +199,6 @@ void expand_backward(const GradCall& c) {
 
 // ---- Tile(x, repeats): out[i] = x[i mod x.shape] axis by axis, out dims = x dims * repeats;
 // dx[j] = sum of dout over the repeats of j.
-AxisMaps tile_maps(const Shape& in, const Shape& out) {
-  AxisMaps m{in, {}};
-  for (size_t a = 0; a < out.size(); ++a) {
-    std::vector<int64_t> map(static_cast<size_t>(out[a]));
-    for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int64_t>(i) % in[a];
-    m.map.push_back(std::move(map));
-  }
-  return m;
-}
-
 void tile_forward(const OpCall& c) {
   const Array& x = *c.in[0];
   gather_axes(tile_maps(x.shape(), c.out[0]->shape()), x.raw(), c.out[0]->raw(), dtype_size(x.dtype()),

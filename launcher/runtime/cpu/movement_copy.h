@@ -53,6 +53,9 @@ struct AxisMaps {
   Shape out() const;
 };
 
+// Tile's maps (movement.cc; the CUDA Tile's backward too): out[i] = in[i mod in] axis by axis.
+AxisMaps tile_maps(const Shape& in, const Shape& out);
+
 // dst (shape m.out()) gathered from src; positions outside the source get *fill (which may be
 // nullptr when no map entry is -1). Runs of consecutive source indices are copied with memcpy.
 void gather_axes(const AxisMaps& m, const void* src, void* dst, int64_t esize, const void* fill, int threads);

@@ -176,16 +176,6 @@ void expand_backward(CudaBackend& be, const GradCall& c) {
 
 // ---- Tile(x, repeats): out[i] = x[i mod x.shape] axis by axis; dx[j] = the sum of dout over the
 // repeats of j (a segmented sum per repeated axis).
-AxisMaps tile_maps(const Shape& in, const Shape& out) {
-  AxisMaps m{in, {}};
-  for (size_t a = 0; a < out.size(); ++a) {
-    std::vector<int64_t> map(static_cast<size_t>(out[a]));
-    for (size_t i = 0; i < map.size(); ++i) map[i] = static_cast<int64_t>(i) % in[a];
-    m.map.push_back(std::move(map));
-  }
-  return m;
-}
-
 void tile_forward(CudaBackend& be, const OpCall& c) {
   Array holder;
   const Array& x = as_dtype(be, c.ctx, *c.in[0], c.out[0]->dtype(), holder);
@@ -200,7 +190,7 @@ void tile_forward(CudaBackend& be, const OpCall& c) {
 }
 
 void tile_backward(CudaBackend& be, const GradCall& c) {
-  scatter_maps(be, c.ctx, c.node, tile_maps(c.din[0]->shape(), c.dout[0]->shape()), *c.dout[0], *c.din[0]);
+  scatter_maps(be, c.ctx, c.node, cpu::tile_maps(c.din[0]->shape(), c.dout[0]->shape()), *c.dout[0], *c.din[0]);
 }
 
 // ---- Trilu(x, k?; upper): on each matrix of the two inner axes, out[i, j] = x[i, j] where

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "launcher/runtime/cpu/movement_copy.h"
 #include "launcher/runtime/cuda/backend.h"
 #include "launcher/runtime/cuda/shapes.h"
 
@@ -57,13 +58,8 @@ struct GatherAxis {
 void gather(CudaBackend& be, const StepContext& ctx, const Node& node, std::vector<GatherAxis> axes, const void* src,
             void* dst, int64_t esize, uint64_t fill_bits = 0, const void* fill_src = nullptr, bool widen = false);
 
-// Per-axis index maps as cpu/movement_copy.h's: output element (i_0, .., i_r-1) is source element
-// (map[0][i_0], ..); -1 is outside the source.
-struct AxisMaps {
-  Shape src;
-  std::vector<std::vector<int64_t>> map;
-  Shape out() const;
-};
+// Per-axis index maps: cpu/movement_copy.h's, which both backends build the same way.
+using AxisMaps = cpu::AxisMaps;
 
 // dst (shape m.out()) = src gathered through m, any dtype.
 void gather_maps(CudaBackend& be, const StepContext& ctx, const Node& node, const AxisMaps& m, const Array& src, Array& dst,

@@ -64,12 +64,6 @@ Array device_ints(CudaBackend& be, const StepContext& ctx, const std::vector<int
   return a;
 }
 
-Shape AxisMaps::out() const {
-  Shape s;
-  for (const std::vector<int64_t>& m : map) s.push_back(static_cast<int64_t>(m.size()));
-  return s;
-}
-
 void gather(CudaBackend& be, const StepContext& ctx, const Node& node, std::vector<GatherAxis> axes, const void* src, void* dst,
             int64_t esize, uint64_t fill_bits, const void* fill_src, bool widen) {
   int64_t n = 1;
