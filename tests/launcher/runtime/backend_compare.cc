@@ -88,6 +88,22 @@ const std::vector<double>& CaseValues::operator()(const Tensor& x) {
   return values_[x.name] = std::move(v);
 }
 
+OutputWeights random_output_weights(const Graph& g, Backend& backend, std::mt19937_64& rng) {
+  OutputWeights w;
+  w.arrays.resize(g.outputs.size());
+  w.pointers.assign(g.outputs.size(), nullptr);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (size_t k = 0; k < g.outputs.size(); ++k) {
+    const Tensor& y = g.tensors[static_cast<size_t>(g.outputs[k])];
+    if (!dtype_is_float(y.dtype)) continue;
+    std::vector<double> r;
+    for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
+    w.arrays[k] = array_of(y, r, backend, MemoryKind::Transients);
+    w.pointers[k] = &w.arrays[k];
+  }
+  return w;
+}
+
 CaseRun run_case(const KernelCase& c, Backend& backend, bool bf16) {
   CaseRun run;
   try {
@@ -114,18 +130,8 @@ CaseRun run_case(const KernelCase& c, Backend& backend, bool bf16) {
     std::vector<Array> outs = ex.forward(inputs, ctx);
     for (const Array& o : outs) run.outputs.push_back(values_of(o, backend));
     if (!c.gradient) return run;
-    std::vector<Array> weights(g.outputs.size());
-    std::vector<const Array*> wptr(g.outputs.size(), nullptr);
-    std::uniform_real_distribution<double> u(-1.0, 1.0);
-    for (size_t k = 0; k < g.outputs.size(); ++k) {
-      const Tensor& y = g.tensors[static_cast<size_t>(g.outputs[k])];
-      if (!dtype_is_float(y.dtype)) continue;
-      std::vector<double> r;
-      for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
-      weights[k] = array_of(y, r, backend, MemoryKind::Transients);
-      wptr[k] = &weights[k];
-    }
-    ex.backward_from(inputs, wptr, ctx);
+    const OutputWeights weights = random_output_weights(g, backend, rng);
+    ex.backward_from(inputs, weights.pointers, ctx);
     for (int t : ex.gradient_tensors()) run.gradients[g.tensors[static_cast<size_t>(t)].name] = values_of(ex.gradient(t), backend);
   } catch (const InputError& e) {
     run.error = e.what();

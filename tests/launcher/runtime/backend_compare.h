@@ -36,6 +36,15 @@ class CaseValues {
   std::map<std::string, std::vector<double>> values_;
 };
 
+// The weights R of the objective sum over float outputs of <out, R>, each element uniform in
+// [-1, 1) from `rng` (the output gradients a kernel test runs backward from); nullptr for
+// non-float outputs.
+struct OutputWeights {
+  std::vector<runtime::Array> arrays;
+  std::vector<const runtime::Array*> pointers;
+};
+OutputWeights random_output_weights(const Graph& g, runtime::Backend& backend, std::mt19937_64& rng);
+
 // What one backend computed for a case: the graph outputs, then the gradients by tensor name.
 struct CaseRun {
   std::string error;     // non-empty: the run threw

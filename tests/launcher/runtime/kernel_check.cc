@@ -62,17 +62,9 @@ void check_kernel(const KernelCase& c) {
   if (!c.gradient) return;
 
   // f(x) = sum over float outputs of <out, R>; gradients from backward_from(R).
-  std::vector<Array> weights(g.outputs.size());
-  std::vector<const Array*> wptr(g.outputs.size(), nullptr);
+  const OutputWeights weights = random_output_weights(g, backend, rng);
+  const std::vector<const Array*>& wptr = weights.pointers;
   std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (size_t k = 0; k < g.outputs.size(); ++k) {
-    const Tensor& y = g.tensors[static_cast<size_t>(g.outputs[k])];
-    if (!dtype_is_float(y.dtype)) continue;
-    std::vector<double> r;
-    for (int64_t i = 0; i < y.elements(); ++i) r.push_back(u(rng));
-    weights[k] = array_of(y, r, backend, MemoryKind::Transients);
-    wptr[k] = &weights[k];
-  }
   auto objective = [&]() {
     std::vector<Array> o = ex.forward(make_inputs(), ctx);
     double f = 0;
