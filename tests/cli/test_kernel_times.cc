@@ -3,6 +3,8 @@
 // by scripts/gpu-check's runs).
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -13,7 +15,7 @@
 namespace tensoropt::test {
 
 TEST_CASE("run --kernel-times: a table of the step's kernels, largest first, that the report repeats and the step time bounds") {
-  const std::filesystem::path report = std::filesystem::temp_directory_path() / "tensoropt-kernel-times.json";
+  const std::filesystem::path report = std::filesystem::temp_directory_path() / ("tensoropt-kernel-times-" + std::to_string(getpid()) + ".json");
   for (const std::string gpus : {"1", "2"}) {
     CAPTURE(gpus);
     const CliResult r = run_cli("run " + std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/gpt.onnx --steps 4 --threads 1 --gpus " +
