@@ -44,6 +44,7 @@ struct PlanArgs {
   int rows = 20;                       // table rows per GPU count; 0: all
   std::string planner_memory = "4GiB";  // FT's working sets together; "0": no limit
   std::vector<std::string> frozen;     // --frozen patterns (graph/import.h)
+  std::optional<std::string> profile;  // a profile database (docs/profile.md)
 };
 int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err);
 
@@ -62,8 +63,9 @@ struct EvaluateArgs {
   bool json = false;
   bool by_layer = false;  // a row per layer of what the strategy does and costs (planner/explain.h)
   bool by_node = false;   // a row per node
+  std::optional<std::string> profile;  // a profile database (docs/profile.md)
 };
-int run_evaluate(const EvaluateArgs& args, std::ostream& out);
+int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err);
 
 // The op catalogue as a table; as Markdown for docs/ops.md when `markdown`.
 int run_ops(bool markdown, std::ostream& out);

@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "cli/commands.h"
+#include "cli/profile_use.h"
 #include "cli/explain_output.h"
 #include "cli/format.h"
 #include "graph/error.h"
@@ -117,21 +118,24 @@ void print_text(const Evaluation& e, std::ostream& out) {
 
 }  // namespace
 
-int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
+int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err) {
   StoredStrategy stored = read_strategy(args.strategy, args.gpus, args.point);
   PlanSettings s = evaluate_settings(args, stored);
   ImportOptions io;
   io.batch = s.batch;
   io.frozen = s.frozen;
   Graph graph = import_onnx_file(args.model, io);
-  AnalyticCompute compute(s.cluster, s.training.precision);
+  int64_t devices = 1;
+  for (int x : stored.mesh) devices *= x;
+  const profiler::ProfileCosts costs = cli_costs(args.profile, s.cluster, s.training.precision, static_cast<int>(devices));
+  if (!costs.warning.empty()) err << "tensoropt: warning: " << costs.warning << "\n";
   SpaceOptions so;
   so.training = s.training;
   so.recompute = s.recompute;
   so.recompute_all = s.recompute_all;
   so.zero = s.zero;
   so.param_persistence = s.param_persistence;  // the plan's; for a strategy file 0, any parameter may be split
-  StrategySpace space(graph, DeviceMesh::with_shape(s.cluster, stored.mesh), compute, so);
+  StrategySpace space(graph, DeviceMesh::with_shape(costs.cluster, stored.mesh), *costs.compute, so);
   std::vector<int> assignment = resolve_strategy(stored, space);
   Cost cost = space.cost(assignment);
   Breakdown b = space.breakdown(assignment);
@@ -145,6 +149,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out) {
   const Evaluation e{stored, space, std::move(assignment), cost, b, s.batch, matches};
   if (args.json) print_json(e, out);
   else print_text(e, out);
+  if (costs.profiled && !args.json) out << "costs     " << counts_text(costs) << "\n";
   return 0;
 }
 

@@ -25,6 +25,7 @@
 #include "launcher/train/one_device.h"
 #include "launcher/launch/local.h"
 #include "launcher/train/worker.h"
+#include "cli/profile_command.h"
 
 namespace {
 
@@ -134,6 +135,7 @@ void add_plan(CLI::App& app, Plan& o) {
   pl->add_option("--param-persistence", plan.param_persistence,
                  "Parameters of fewer elements are stored whole on every GPU, never split and gathered at each use (biases, norm scales: as DeepSpeed's stage3_param_persistence_threshold); 0: any parameter may be split")
       ->capture_default_str()->check(cli::integer<int64_t>(0));
+  pl->add_option("--profile", plan.profile, "A profile database (tensoropt profile): measured costs where it has them, the analytic model elsewhere");
   pl->add_option("--json", plan.json, "Write the plan file (docs/plan-format.md) to FILE, or - for stdout");
   pl->add_option("--plot", plan.plot, "Draw the frontiers as an SVG file");
   pl->add_option("--dump-space", plan.dump_space, "Write every variable's configurations to FILE (for hand-written strategies)");
@@ -163,6 +165,7 @@ void add_evaluate(CLI::App& app, Evaluate& o) {
   ev->add_option("--dtype", eval.dtype, "With a strategy file: fp32 or bf16 (default fp32); with a plan file it must be the plan's");
   ev->add_option("--frozen", eval.frozen, "With a strategy file: parameters to freeze, as plan --frozen; with a plan file they must be the plan's");
   ev->add_flag("--json", eval.json, "Print JSON");
+  ev->add_option("--profile", eval.profile, "A profile database (tensoropt profile): measured costs where it has them");
   CLI::Option* layer = ev->add_flag("--by-layer", eval.by_layer, "A row per layer: what the strategy does there and what it costs");
   ev->add_flag("--by-node", eval.by_node, "A row per node, as --by-layer")->excludes(layer);
 }
@@ -205,8 +208,30 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--dtype", train.dtype, "fp32, or bf16 (mixed precision: bf16 activations and gradients, fp32 master weights; default: the plan's, fp32)");
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(cli::integer(0));
+  rn->add_option("--profile", train.profile, "A profile database (tensoropt profile) pricing the prediction where it has measurements");
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
   rn->add_flag("--kernel-times", train.kernel_times, "Time every node's kernels (CUDA events on a GPU) and print where the step's time goes, largest first; in --report as kernel_times");
+}
+
+struct Profile {
+  tensoropt::cli::ProfileArgs args;
+  CLI::App* command = nullptr;
+};
+
+void add_profile(CLI::App& app, Profile& o) {
+  tensoropt::cli::ProfileArgs& a = o.args;
+  CLI::App* pr = o.command = app.add_subcommand("profile", "Time the runtime's kernels and collectives at the shard shapes and sizes the model's plans use, into a profile database (docs/profile.md)");
+  pr->add_option("model", a.model, "ONNX model file")->required();
+  pr->add_option("--gpus,-g", a.gpus, "Devices the plans will use: N local workers time side by side")->capture_default_str()->check(cli::integer(1));
+  pr->add_option("--batch,-b", a.batch, "Global batch size, as plan --batch")->capture_default_str()->check(cli::integer<int64_t>(1));
+  pr->add_option("--device", a.device, "cpu or cuda (default: cuda where a GPU is visible and this build has CUDA, else cpu)");
+  pr->add_option("--output,-o", a.output, "The database (default: MODEL-profile.json here); what it holds for this device is not timed again");
+  pr->add_option("--dtype", a.dtype, "fp32 or bf16 (mixed precision)")->capture_default_str();
+  pr->add_option("--threads", a.threads, "Kernel threads per worker (default: OMP_NUM_THREADS, else the cores shared among the workers)")->check(cli::integer(1));
+  pr->add_option("--repeats", a.repeats, "Timed calls per op and direction, after 2 warm-up calls (the median is kept)")->capture_default_str()->check(cli::integer(1));
+  pr->add_option("--max-seconds", a.max_seconds, "Stop timing new entries after this long; the rest stays analytic")->check(cli::number(0));
+  pr->add_option("--cluster,-c", a.cluster, "Cluster preset or .json whose meshes are walked (default: cpu on cpu, h100-sxm on cuda)");
+  pr->add_option("--mesh-axes", a.mesh_axes, "Mesh axes, as plan --mesh-axes")->capture_default_str()->check(cli::integer(1));
 }
 
 struct Devices {
@@ -293,12 +318,14 @@ int main(int argc, char** argv) {
   Evaluate eval;
   Run run;
   Devices devices;
+  Profile profile;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
   add_evaluate(app, eval);
   add_run(app, run);
   add_devices(app, devices);
+  add_profile(app, profile);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -309,8 +336,9 @@ int main(int argc, char** argv) {
     if (*inspect.command) return run_inspect(inspect);
     if (*ops.command) return cli::run_ops(ops.markdown, std::cout);
     if (*plan.command) return cli::run_plan(plan.args, std::cout, std::cerr);
-    if (*eval.command) return cli::run_evaluate(eval.args, std::cout);
+    if (*eval.command) return cli::run_evaluate(eval.args, std::cout, std::cerr);
     if (*run.command) return run_run(run, argc, argv);
+    if (*profile.command) return cli::run_profile(profile.args, std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
     if (*devices.command) {
       std::cout << devices_info();
       return 0;

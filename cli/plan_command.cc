@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/profile_use.h"
 #include "cli/format.h"
 #include "cli/plot_svg.h"
 #include "graph/error.h"
@@ -260,24 +261,38 @@ void print_header(const PlanArgs& args, const PlanSettings& settings, const Grap
   if (merged.copies > 0) text << "warning  " << merged_weights_note(merged, summarize(graph).trainable_parameters) << "\n";
   text << "model    " << args.model << ", batch " << settings.batch << " (global), " << args.dtype << ", " << args.optimizer
        << "\ncluster  " << settings.cluster.name << ": " << settings.cluster.gpu.name << ", " << settings.cluster.gpus_per_node
-       << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     analytic model (docs/cost-model.md)"
+       << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     "
+       << (args.profile ? "profile " + *args.profile + " where it has measurements (docs/profile.md), else the analytic model"
+                        : std::string("analytic model (docs/cost-model.md)"))
        << (settings.epsilon > 0 ? ", epsilon " + std::to_string(settings.epsilon) : std::string(", exact frontier")) << "\n\n";
 }
 
 // The frontier of each GPU count with its chosen point (and baselines), each printed to `text` as it is found.
-std::vector<GpuPlan> plan_counts(const PlanArgs& args, const std::vector<int>& counts, const SettingsAndBudget& s, const Graph& graph,
-                                 const AnalyticCompute& compute, const PlanOptions& options, std::ostream& text) {
-  const PlanSettings& settings = s.settings;
+std::vector<GpuPlan> plan_counts(const PlanArgs& args, const std::vector<int>& counts, SettingsAndBudget& s, const Graph& graph,
+                                 const PlanOptions& options, std::ostream& text, std::ostream& err) {
+  PlanSettings& settings = s.settings;
   std::vector<GpuPlan> plans;
+  int measured = 0, modelled = 0;
   for (int gpus : counts) {
     GpuPlan gp;
-    gp.frontier = plan_frontier(graph, settings.cluster, gpus, compute, options);
+    const profiler::ProfileCosts costs = cli_costs(args.profile, settings.cluster, settings.training.precision, gpus);
+    if (!costs.warning.empty() && gpus == counts.front()) err << "tensoropt: warning: " << costs.warning << "\n";
+    const planner::ComputeModel& compute = *costs.compute;
+    gp.frontier = plan_frontier(graph, costs.cluster, gpus, compute, options);
     choose(gp, settings.memory_budget, s.budget_why,
            !settings.recompute_all
                ? ", or plan with --recompute all (chains of ops recompute: far less memory for activations)"
                : "");
-    if (args.baselines) gp.baselines = find_baselines(graph, settings.cluster, gpus, compute, options);
+    if (args.baselines) gp.baselines = find_baselines(graph, costs.cluster, gpus, compute, options);
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
+    if (costs.profiled) {
+      text << "costs    " << counts_text(costs) << "\n\n";
+      const profiler::TermCounts n = costs.counts();
+      measured += n.measured;
+      modelled += n.modelled;
+      settings.cost_source = costs.source;
+      settings.cost_terms = {measured, modelled};
+    }
     plans.push_back(std::move(gp));
   }
   return plans;
@@ -322,7 +337,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   settings.frozen = args.frozen;
   Graph graph = import_onnx_file(args.model, io);
   settings.model_hash = file_hash(args.model);
-  AnalyticCompute compute(settings.cluster, settings.training.precision);
+  const AnalyticCompute compute(settings.cluster, settings.training.precision);
 
   const bool to_stdout = args.json && *args.json == "-";
   std::ostream& text = to_stdout ? err : out;
@@ -331,7 +346,7 @@ int run_plan(const PlanArgs& args, std::ostream& out, std::ostream& err) {
   if (args.dump_space) dump_space(*args.dump_space, counts, settings, graph, compute, options.space, out);
 
   print_header(args, settings, graph, text);
-  std::vector<GpuPlan> plans = plan_counts(args, counts, s, graph, compute, options, text);
+  std::vector<GpuPlan> plans = plan_counts(args, counts, s, graph, options, text, err);
   if (args.json) write_output(*args.json, "--json", out, [&](std::ostream& os) { write_plan_json(os, settings, graph, plans); });
   if (args.plot) write_svg(plot_spec(args, settings, plans), *args.plot);
   return 0;

@@ -27,7 +27,8 @@ OpTime AnalyticCompute::op_time(const ShardWork& w) const {
   return t;
 }
 
-double AnalyticCompute::stream_time(double bytes) const {
+double AnalyticCompute::optimizer_time(double elements, const Training& tr) const {
+  const double bytes = elements * (2.0 * tr.weight_bytes() + tr.gradient_bytes() + 2.0 * tr.optimizer_state_bytes());
   if (bytes <= 0) return 0;
   return bytes / (gpu_.memory_bandwidth * a_.memory_efficiency);
 }

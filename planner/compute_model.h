@@ -2,8 +2,8 @@
 //
 // The strategy space (planner/space/space.h) describes the work one device does for one op under
 // one configuration as a ShardWork; a ComputeModel turns it into seconds. AnalyticCompute is the
-// roofline model below; measured profiles (`tensoropt profile`, to come) implement the same
-// interface, keyed on the op, its attributes and its local input shapes.
+// roofline model below; a measured profile (profiler/profiled_compute.h, docs/profile.md)
+// implements the same interface, keyed on the op, its attributes, its local shapes and dtypes.
 //
 // AnalyticCompute, per op and direction (forward; backward when any input needs a gradient):
 //   time = launch + max(flops / (peak * compute_efficiency), bytes / (bandwidth * memory_efficiency))
@@ -25,8 +25,11 @@
 namespace tensoropt::planner {
 
 struct ShardWork {
+  const Graph* graph = nullptr;         // the node's graph (tensor dtypes and constants)
   const Node* node = nullptr;           // the op (type, attributes) for profile lookups
   std::vector<Shape> local_inputs;      // this device's input shapes (empty for absent inputs)
+  std::vector<Shape> local_outputs;     // ... and output shapes (empty for absent outputs)
+  std::vector<bool> input_grad;         // per input: it takes a gradient
   bool tensor_core = false;             // matmul-class op
   double fwd_flops = 0, bwd_flops = 0;  // this device's share
   double fwd_bytes = 0, bwd_bytes = 0;  // read + written by this device
@@ -43,10 +46,9 @@ class ComputeModel {
   virtual ~ComputeModel() = default;
   virtual std::string name() const = 0;  // "analytic", or the profile it reads
   virtual OpTime op_time(const ShardWork& work) const = 0;
-  // One memory-bound pass reading and writing `bytes` in total (the optimizer step). Multi-tensor
-  // kernels (PyTorch's foreach/fused optimizers) update many parameters per launch, so no launch
-  // overhead is charged per call.
-  virtual double stream_time(double bytes) const = 0;
+  // The optimizer's step over one parameter variable's `elements` updated elements (its local
+  // part; ZeRO: its chunk), of `training`'s precision and optimizer.
+  virtual double optimizer_time(double elements, const Training& training) const = 0;
 };
 
 struct AnalyticAssumptions {
@@ -63,7 +65,10 @@ class AnalyticCompute final : public ComputeModel {
   AnalyticCompute(const Cluster& cluster, Precision precision, AnalyticAssumptions a = {});
   std::string name() const override { return "analytic"; }
   OpTime op_time(const ShardWork& work) const override;
-  double stream_time(double bytes) const override;
+  // One memory-bound pass reading and writing weights and optimizer state and reading the
+  // gradient. Multi-tensor kernels (PyTorch's foreach/fused optimizers) update many parameters
+  // per launch, so no launch overhead is charged per call.
+  double optimizer_time(double elements, const Training& training) const override;
   const AnalyticAssumptions& assumptions() const { return a_; }
 
  private:

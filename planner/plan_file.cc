@@ -104,6 +104,7 @@ ordered_json settings_json(const PlanSettings& s) {
   j["search"] = {{"epsilon", s.epsilon}, {"mesh_axes", s.mesh_axes}, {"recompute", s.recompute}, {"recompute_all", s.recompute_all}, {"zero", s.zero},
                  {"param_persistence", s.param_persistence}};
   j["cost_source"] = s.cost_source;
+  if (s.cost_terms) j["cost_terms"] = {{"measured", s.cost_terms->first}, {"modelled", s.cost_terms->second}};
   j["memory_budget_bytes"] = s.memory_budget;
   return j;
 }
@@ -164,6 +165,11 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
     s.param_persistence = pp.get<int64_t>();
   }
   s.cost_source = field(j, "cost_source", path).get<std::string>();
+  if (j.contains("cost_terms")) {
+    const auto& ct = j["cost_terms"];
+    const std::string w = path + ": cost_terms";
+    s.cost_terms = {field(ct, "measured", w).get<int>(), field(ct, "modelled", w).get<int>()};
+  }
   s.memory_budget = field(j, "memory_budget_bytes", path).get<double>();
   return s;
 }

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <utility>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -49,7 +50,8 @@ struct PlanSettings {
   int mesh_axes = 2;
   double epsilon = 0;
   double memory_budget = 0;  // bytes per GPU
-  std::string cost_source = "analytic";
+  std::string cost_source = "analytic";  // or "profile FILE" (docs/profile.md)
+  std::optional<std::pair<int, int>> cost_terms;  // with a profile: terms measured, modelled
 };
 
 struct GpuPlan {

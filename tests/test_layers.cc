@@ -24,8 +24,8 @@ const std::vector<Layer> kLayers = {
     {"planner/", {"planner/", "graph/"}},
     {"launcher/comm/", {"launcher/comm/", "graph/"}},
     {"launcher/runtime/", {"launcher/runtime/", "launcher/comm/", "planner/parallel/", "graph/"}},
-    {"launcher/", {"launcher/", "planner/", "graph/"}},
-    {"profiler/", {"profiler/", "launcher/runtime/", "launcher/comm/", "planner/parallel/", "graph/"}},
+    {"launcher/", {"launcher/", "planner/", "graph/", "profiler/"}},
+    {"profiler/", {"profiler/", "launcher/runtime/", "launcher/comm/", "planner/", "graph/"}},
     {"cli/", {"cli/", "launcher/", "planner/", "graph/", "profiler/"}},
 };
 

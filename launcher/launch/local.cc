@@ -188,11 +188,7 @@ int wait_for_workers(const std::vector<pid_t>& pids, std::ostream& err) {
 
 }  // namespace
 
-int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
-  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
-  check_checkpoint_paths(s);
-  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
+int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before) {
   remove_stale_run_dirs();
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
@@ -209,19 +205,30 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   sa.sa_handler = on_stop;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  std::vector<std::string> worker_argv = argv;
+  if (before)
+    if (const int code = before(dir, worker_argv); code != 0) return code;
+  return wait_for_workers(start_workers(worker_argv, gpus, dir), err);
+}
 
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
+  check_checkpoint_paths(s);
+  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
   if (s.plan) {  // a bad plan, point or strategy: one line, before any worker starts
     const planner::StoredStrategy stored = checked_point(s, gpus);
     if (!stored.settings) check_strategy_resolves(s, stored, kernel_threads(s, gpus));
   }
-  std::vector<std::string> worker_argv = argv;
-  if (!s.plan) {
-    if (const int code = plan_for_workers(s, gpus, dir, out, err); code != 0) return code;
-    worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
-  }
-  if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});
-  out << std::flush;
-  return wait_for_workers(start_workers(worker_argv, gpus, dir), err);
+  return launch_workers(argv, gpus, err, [&](const std::string& dir, std::vector<std::string>& worker_argv) {
+    if (!s.plan) {
+      if (const int code = plan_for_workers(s, gpus, dir, out, err); code != 0) return code;
+      worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
+    }
+    if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});
+    out << std::flush;
+    return 0;
+  });
 }
 
 }  // namespace tensoropt

@@ -10,6 +10,7 @@
 // Not thread-safe (installs signal handlers).
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -17,6 +18,13 @@
 #include "launcher/train/settings.h"
 
 namespace tensoropt {
+
+// Starts `gpus` copies of this binary running `argv` on this machine (RANK, WORLD_SIZE, LOCAL_RANK
+// and TENSOROPT_RENDEZVOUS, a file store in a private directory, set for each) and waits for them,
+// with the failure handling above; `before` (optional) runs first with the private directory and
+// may add to the workers' argv or return a non-zero exit code to stop. Used by run and profile.
+using BeforeWorkers = std::function<int(const std::string& dir, std::vector<std::string>& worker_argv)>;
+int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before = {});
 
 // Starts `gpus` workers on this machine running `argv` (the run command line) and waits for them.
 int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err);

@@ -40,8 +40,8 @@ struct Prediction {
   std::string where;            // the plan point, or empty
 };
 
-Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision precision, int threads,
-                   const planner::StoredStrategy* stored) {
+Prediction predict(const Graph& g, const TrainSettings& s, const profiler::ProfileCosts& costs, planner::Precision precision,
+                   int threads, const planner::StoredStrategy* stored) {
   planner::SpaceOptions so;
   so.training.optimizer = planned_optimizer(s.optimizer);
   so.training.precision = precision;
@@ -49,7 +49,7 @@ Prediction predict(const Graph& g, const TrainSettings& s, planner::Precision pr
   so.recompute_all = stored != nullptr;  // resolves any point's names; the point fixes what runs
   so.zero = stored != nullptr;
   so.kernel_threads = threads;
-  const PointPrediction pp = predict_point(g, worker_cluster(s.cluster, threads), {1}, so, stored);
+  const PointPrediction pp = predict_point(g, costs, {1}, so, stored);
   Prediction p;
   p.time = pp.cost.time;
   p.memory = pp.cost.memory;
@@ -119,10 +119,12 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   const planner::Precision precision = s.dtype ? planner::parse_precision(*s.dtype)
                                        : stored && stored->settings ? stored->settings->training.precision
                                                                     : planner::Precision::Fp32;
-  Prediction predicted = predict(g, s, precision, threads, stored ? &*stored : nullptr);
-
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads});
   runtime::Backend& backend = *device;
+  const profiler::ProfileCosts costs = run_costs(s, precision, 1, threads, &backend);
+  if (!costs.warning.empty()) err << "warning: " << costs.warning << "\n";
+  Prediction predicted = predict(g, s, costs, precision, threads, stored ? &*stored : nullptr);
+
   const runtime::DeviceFacts facts = backend.facts();
   runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
   // The parsed model file (hundreds of MiB with inline weights) is gone: give its pages back.
@@ -147,8 +149,9 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
   check_checkpoint_paths(s);
 
   out << model_line(s, g.batch, eo.bf16);
-  out << "device   " << backend.name() << ", " << threads << " thread(s), " << facts.line << "; predicted by the analytic model of cluster '"
-      << s.cluster << "'\n";
+  out << "device   " << backend.name() << ", " << threads << " thread(s), " << facts.line << "; predicted by "
+      << (costs.profiled ? "the " + costs.source + " and" : std::string("")) << " the analytic model of cluster '" << s.cluster << "'\n";
+  out << costs_line(costs);
   if (stored) {
     const auto n = std::count(predicted.recompute.begin(), predicted.recompute.end(), true);
     out << "strategy " << predicted.where << (n ? ", recompute " + std::to_string(n) + " ops" : std::string()) << "\n";

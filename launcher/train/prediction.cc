@@ -3,13 +3,14 @@
 #include "graph/error.h"
 #include "planner/compute_model.h"
 #include "planner/sharding.h"
+#include "launcher/train/report.h"
+#include "profiler/device_id.h"
 
 namespace tensoropt {
 
-PointPrediction predict_point(const Graph& g, const planner::Cluster& cluster, const std::vector<int>& mesh_shape,
+PointPrediction predict_point(const Graph& g, const profiler::ProfileCosts& costs, const std::vector<int>& mesh_shape,
                               const planner::SpaceOptions& options, const planner::StoredStrategy* stored) {
-  const planner::AnalyticCompute compute(cluster, options.training.precision);
-  const planner::StrategySpace space(g, planner::DeviceMesh::with_shape(cluster, mesh_shape), compute, options);
+  const planner::StrategySpace space(g, planner::DeviceMesh::with_shape(costs.cluster, mesh_shape), *costs.compute, options);
   const std::vector<int> assignment = stored ? planner::resolve_strategy(*stored, space) : std::vector<int>(space.variables().size(), 0);
   PointPrediction p{space.mesh(), space.cost(assignment), space.breakdown_at_peak(assignment), planner::sharding_plan(space, assignment)};
   if (stored && stored->sharding &&
@@ -17,6 +18,21 @@ PointPrediction predict_point(const Graph& g, const planner::Cluster& cluster, c
     throw InputError(stored->where + ": the plan's sharding data disagrees with its configuration names (an edited plan file?)");
   }
   return p;
+}
+
+profiler::ProfileCosts run_costs(const TrainSettings& s, planner::Precision precision, int workers, int threads,
+                                 const runtime::Backend* backend) {
+  const bool gpu = backend ? backend->name() != "cpu" : s.device != "cpu";
+  std::optional<profiler::DeviceId> here;
+  if (backend) here = profiler::device_id(*backend);
+  return profiler::profile_costs(s.profile, worker_cluster(s.cluster, threads), precision, gpu ? 0 : workers, gpu ? 0 : threads,
+                                 here ? &*here : nullptr);
+}
+
+std::string costs_line(const profiler::ProfileCosts& c) {
+  if (!c.profiled) return "";
+  const profiler::TermCounts n = c.counts();
+  return "costs    measured " + std::to_string(n.measured) + " terms, modelled " + std::to_string(n.modelled) + " (" + c.source + ")\n";
 }
 
 planner::Optimizer planned_optimizer(const runtime::OptimizerSettings& o) {

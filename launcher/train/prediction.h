@@ -3,7 +3,8 @@
 // the sharding the workers run (planner/parallel/sharding_plan.h). The sharding is the plan file's
 // own data where the file carries it, checked against the point's configuration names; the cost is
 // the planner's cost model for this run's cluster, threads and optimizer, which may differ from
-// the plan's (a plan made for GPUs, run on CPU workers).
+// the plan's (a plan made for GPUs, run on CPU workers), priced from --profile where the profile
+// applies to the device the run trains on (profiler/profiled_compute.h), analytically elsewhere.
 // Errors: InputError naming the plan point when its names are not in the model's strategy space
 // or its sharding data disagrees with them.
 #pragma once
@@ -18,6 +19,9 @@
 #include "planner/parallel/sharding_plan.h"
 #include "planner/plan_file.h"
 #include "planner/space/space.h"
+#include "launcher/runtime/backend.h"
+#include "launcher/train/settings.h"
+#include "profiler/profiled_compute.h"
 
 namespace tensoropt {
 
@@ -29,8 +33,16 @@ struct PointPrediction {
 };
 
 // `stored`: the point (nullptr: one device's only strategy, every op replicated, nothing recomputed).
-PointPrediction predict_point(const Graph& g, const planner::Cluster& cluster, const std::vector<int>& mesh_shape,
+PointPrediction predict_point(const Graph& g, const profiler::ProfileCosts& costs, const std::vector<int>& mesh_shape,
                               const planner::SpaceOptions& options, const planner::StoredStrategy* stored);
+
+// The costs a run of `workers` processes x `threads` is predicted with: cluster s.cluster (the
+// `cpu` preset scaled to the threads), priced from s.profile where it applies to `backend`'s
+// device (nullptr: not checked yet; the workers check). InputError: a corrupt profile.
+profiler::ProfileCosts run_costs(const TrainSettings& s, planner::Precision precision, int workers, int threads,
+                                 const runtime::Backend* backend);
+// "costs    measured 812 terms, modelled 14 (profile FILE)\n", or "" for an analytic prediction.
+std::string costs_line(const profiler::ProfileCosts& costs);
 
 // The optimizer the planner charges for a run's optimizer settings.
 planner::Optimizer planned_optimizer(const runtime::OptimizerSettings& o);

@@ -23,6 +23,7 @@ struct TrainSettings {
   std::string device = "cpu";        // a backend of runtime/backend_registry.h
   int threads = 0;                   // 0: kernel_threads() decides
   std::string cluster;               // for the prediction; "" until the CLI resolves it (default_cluster)
+  std::optional<std::string> profile;  // a profile database (docs/profile.md) pricing the prediction
   std::vector<std::string> frozen;
   std::optional<std::string> dtype;  // "fp32" or "bf16" (mixed precision); default: the plan's, fp32
   std::optional<std::string> data, labels;   // .npy files

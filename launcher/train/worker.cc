@@ -11,12 +11,7 @@
 
 #include "graph/error.h"
 #include "graph/import.h"
-#include "launcher/comm/gloo_communicator.h"
-#include "launcher/comm/timed_communicator.h"
-#include "launcher/runtime/cuda/backend.h"
-#ifdef TENSOROPT_HAVE_CUDA
-#include "launcher/runtime/cuda/nccl_loader.h"
-#endif
+#include "launcher/launch/group.h"
 #include "launcher/runtime/checkpoint.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
@@ -87,7 +82,7 @@ Graph import_for(const TrainSettings& s, const planner::PlanSettings& ps) {
 }
 
 PointPrediction predict_for(const TrainSettings& s, const Graph& g, const planner::PlanSettings& ps, const planner::StoredStrategy& stored,
-                            int threads) {
+                            int threads, const profiler::ProfileCosts& costs) {
   planner::SpaceOptions so;
   so.training = ps.training;
   so.training.optimizer = planned_optimizer(s.optimizer);
@@ -96,54 +91,20 @@ PointPrediction predict_for(const TrainSettings& s, const Graph& g, const planne
   so.zero = ps.zero;
   so.param_persistence = ps.param_persistence;
   so.kernel_threads = threads;
-  return predict_point(g, worker_cluster(s.cluster, threads), stored.mesh, so, &stored);
+  return predict_point(g, costs, stored.mesh, so, &stored);
 }
 
 }  // namespace
 
 void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrategy& stored, int threads) {
   const planner::PlanSettings ps = point_settings(s, stored);
-  (void)predict_for(s, import_for(s, ps), ps, stored, threads);
+  int64_t devices = 1;
+  for (int x : stored.mesh) devices *= x;
+  const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, static_cast<int>(devices), threads, nullptr);
+  (void)predict_for(s, import_for(s, ps), ps, stored, threads, costs);
 }
 
 namespace {
-
-// This worker's place in the group. Gloo carries what lives on the host (the closing figures); on
-// a GPU the collectives of the model's tensors go over NCCL, ordered after the backend's compute
-// stream. Those collectives go through the clock, so the time a step spends blocked in them is
-// reported.
-struct Group {
-  std::unique_ptr<comm::Communicator> gloo;
-  std::unique_ptr<comm::Communicator> nccl;  // --device cuda only
-  std::unique_ptr<comm::TimedCommunicator> timed;
-  const char* tensors_over = "Gloo";
-};
-
-Group join_group(const WorkerPlace& place, runtime::Backend& backend) {
-  comm::GlooOptions go;
-  go.rank = place.rank;
-  go.size = place.world;
-  go.rendezvous = place.rendezvous;
-  if (place.local) go.hostname = "127.0.0.1";
-  Group group;
-  group.gloo = comm::make_gloo_communicator(go);
-#ifdef TENSOROPT_HAVE_CUDA
-  if (auto* gpu = dynamic_cast<runtime::cuda::CudaBackend*>(&backend)) {
-    comm::NcclOptions no;
-    no.rank = place.rank;
-    no.size = place.world;
-    no.rendezvous = place.rendezvous;
-    no.device = place.local_rank;
-    no.compute_stream = gpu->stream();
-    group.nccl = runtime::cuda::make_cuda_communicator(no);
-    group.tensors_over = "NCCL";
-  }
-#else
-  (void)backend;
-#endif
-  group.timed = std::make_unique<comm::TimedCommunicator>(group.nccl ? *group.nccl : *group.gloo);
-  return group;
-}
 
 // --resume: a checkpoint is the whole model (whatever strategy wrote it), read whole into `loaded`;
 // its optimizer state is kept whole here until the executor can take this worker's part of it.
@@ -235,11 +196,13 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   const planner::StoredStrategy stored = checked_point(s, gpus);
   const planner::PlanSettings ps = point_settings(s, stored);
   Graph g = import_for(s, ps);
-  const PointPrediction predicted = predict_for(s, g, ps, stored, threads);
 
   // One GPU per worker: the local rank's, among those visible (CUDA_VISIBLE_DEVICES).
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads, place.local_rank});
   runtime::Backend& backend = *device;
+  const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, place.world, threads, &backend);
+  if (!costs.warning.empty() && place.rank == 0) err << "warning: " << costs.warning << "\n";
+  const PointPrediction predicted = predict_for(s, g, ps, stored, threads, costs);
   // The data is opened, and every label and index in it checked, before the group meets: each
   // worker refuses bad data on its own, and none sees a peer vanish mid-rendezvous instead.
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
@@ -267,7 +230,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     out << model_line(s, g.batch, bf16);
     out << "workers  " << place.world << " (" << place.from << "), " << backend.name() << ", " << threads << " thread(s) each, " << facts.line
         << ", " << group.tensors_over << "; mesh " << predicted.mesh.str() << "\n";
-    out << "strategy " << stored.where << "\n" << std::flush;
+    out << "strategy " << stored.where << "\n" << costs_line(costs) << std::flush;
     if (s.resume) {
       err << "resumed from " << *s.resume << " at step " << optimizer.steps()
           << (resumed.had_state ? "" : " (no optimizer state beside it: the optimizer starts fresh)") << "\n";

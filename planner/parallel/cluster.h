@@ -8,10 +8,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace tensoropt::planner {
+
+class MeasuredCollectives;  // collectives.h
 
 struct GpuSpec {
   std::string name;
@@ -28,6 +31,9 @@ struct LinkLevel {
   std::string name;
   double bandwidth = 0;  // bytes/s per GPU per direction
   double latency = 0;    // seconds
+  // Collective times measured on this level (a profile, docs/profile.md); null: the alpha-beta
+  // model above prices every collective. Not part of a cluster file.
+  std::shared_ptr<const MeasuredCollectives> measured = nullptr;
 };
 
 struct Cluster {

@@ -36,7 +36,52 @@ double all_reduce_time(double bytes, int n, const LinkLevel& link) {
   return std::min(ring_all_reduce_time(bytes, n, link), recursive_doubling_all_reduce_time(bytes, n, link));
 }
 
+void MeasuredCollectives::add(StepKind kind, int n, Points points) {
+  TO_CHECK(is_collective(kind) && n >= 2 && !points.empty());
+  std::sort(points.begin(), points.end());
+  for (size_t i = 1; i < points.size(); ++i) {
+    TO_CHECK(points[i].first > points[i - 1].first);
+    points[i].second = std::max(points[i].second, points[i - 1].second);
+  }
+  points_[{static_cast<int>(kind), n}] = std::move(points);
+}
+
+std::optional<double> MeasuredCollectives::time(StepKind kind, int n, double bytes) const {
+  const std::pair<int, int> key{static_cast<int>(kind), n};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    double& largest = asked_[key];
+    largest = std::max(largest, bytes);
+  }
+  auto it = points_.find(key);
+  if (it == points_.end()) return std::nullopt;
+  const Points& p = it->second;
+  if (bytes <= p.front().first) return p.front().second;
+  size_t hi = 1;
+  while (hi + 1 < p.size() && p[hi].first < bytes) ++hi;
+  if (p.size() == 1) return p.front().second;
+  const auto& [b0, t0] = p[hi - 1];
+  const auto& [b1, t1] = p[hi];
+  return t0 + (t1 - t0) * (bytes - b0) / (b1 - b0);  // beyond the last point: the last segment's line
+}
+
+MeasuredCollectives::Counts MeasuredCollectives::counts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Counts c;
+  for (const auto& [key, bytes] : asked_) (points_.count(key) ? c.measured : c.modelled) += 1;
+  return c;
+}
+
+std::map<std::pair<StepKind, int>, double> MeasuredCollectives::asked() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::pair<StepKind, int>, double> out;
+  for (const auto& [key, bytes] : asked_) out[{static_cast<StepKind>(key.first), key.second}] = bytes;
+  return out;
+}
+
 double collective_time(StepKind kind, double bytes, int n, const LinkLevel& link) {
+  if (n > 1 && is_collective(kind) && link.measured)
+    if (const std::optional<double> t = link.measured->time(kind, n, bytes)) return *t;
   switch (kind) {
     case StepKind::AllGather:
     case StepKind::ReduceScatter: return ring_all_gather_time(bytes, n, link);
@@ -60,9 +105,9 @@ double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucke
   if (bytes <= 0) return 0;
   const double bucket = std::max(bytes, bucket_bytes);  // the collective the gradient travels in
   const int n = step.group_size;
-  const double whole = step.kind == StepKind::AllReduce ? ring_all_reduce_time(bucket, n, ax.link)
-                                                        : collective_time(step.kind, bucket, n, ax.link);
-  return bytes / bucket * whole;
+  std::optional<double> whole = ax.link.measured ? ax.link.measured->time(step.kind, n, bucket) : std::nullopt;
+  if (!whole) whole = step.kind == StepKind::AllReduce ? ring_all_reduce_time(bucket, n, ax.link) : collective_time(step.kind, bucket, n, ax.link);
+  return bytes / bucket * *whole;
 }
 
 double plan_time(const RedistributePlan& plan, const DeviceMesh& mesh) {

@@ -17,15 +17,48 @@
 // n = 1 and the local steps cost 0. Every time is monotone non-decreasing in S, and in n except
 // all-reduce off powers of two: recursive doubling over 9 ranks (5 rounds) is slower than over 16 (4).
 // Pure functions; thread-safe.
+// A link level may carry measured times (MeasuredCollectives, from a profile): a collective it
+// has points for is priced from them instead (collective_time, bucketed_step_time).
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "planner/parallel/cluster.h"
 #include "planner/parallel/mesh.h"
 #include "planner/parallel/redistribute.h"
 
 namespace tensoropt::planner {
+
+// Collective times measured on one link level (docs/profile.md "How costs use it"): per kind and
+// group size, (bytes, seconds) points. time() interpolates linearly between the two points around
+// `bytes`, takes the first point's time below the smallest size and extends the line through the
+// last two beyond the largest; times are made non-decreasing in bytes first. Every (kind, n) asked
+// for is remembered as measured or modelled (no points), for the counts a plan reports.
+// Thread-safe (the planner prices meshes on several threads).
+class MeasuredCollectives {
+ public:
+  using Points = std::vector<std::pair<double, double>>;
+  // REQUIRES: kind is a collective, n >= 2, points non-empty with distinct sizes >= 0.
+  void add(StepKind kind, int n, Points points);
+  std::optional<double> time(StepKind kind, int n, double bytes) const;
+  bool has(StepKind kind, int n) const { return points_.count({static_cast<int>(kind), n}) > 0; }
+  struct Counts {
+    int measured = 0, modelled = 0;  // distinct (kind, group size) asked for
+  };
+  Counts counts() const;
+  // Every (kind, group size) asked for, with the largest size asked (what a profile must time).
+  std::map<std::pair<StepKind, int>, double> asked() const;
+
+ private:
+  std::map<std::pair<int, int>, Points> points_;
+  mutable std::mutex mu_;
+  mutable std::map<std::pair<int, int>, double> asked_;
+};
 
 // nccl-tests' busbw / algbw: (n-1)/n, 2(n-1)/n for AllReduce; 0 for local steps.
 double bus_bandwidth_factor(StepKind kind, int n);

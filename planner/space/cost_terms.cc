@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "planner/parallel/collectives.h"
 #include "planner/space/space.h"
 
 namespace tensoropt::planner {
@@ -30,6 +31,15 @@ Breakdown StrategySpace::loss_terms(int tensor, const Layout& layout) const {
     add_comm(b, Purpose::Backward, c.backward);
   }
   b[Term::Activations] += static_cast<double>(local_bytes(tensor, Layout(reduced)));
+  // The runtime sums the loss and its count over every device: one all-reduce of two doubles a
+  // step, on the slowest level the mesh spans.
+  if (tensor == graph_->outputs.front() && mesh_.size() > 1) {
+    int inter = -1;
+    for (int a = 0; a < mesh_.ndim(); ++a)
+      if (mesh_.axis(a).inter_node) inter = a;
+    b[comm_term(Purpose::Forward, StepKind::AllReduce)] +=
+        collective_time(StepKind::AllReduce, 16, mesh_.size(), mesh_.axis(inter >= 0 ? inter : 0).link);
+  }
   return b;
 }
 
@@ -44,7 +54,9 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
     if (oc.axis_dim[a] >= 0) parts *= mesh_.axis(static_cast<int>(a)).size;
 
   ShardWork w;
+  w.graph = &g;
   w.node = &node;
+  w.input_grad = nc.input_grad;
   w.tensor_core = is_tensor_core_op(node.op_type);
   w.fwd_flops = nc.fwd_flops / parts;
   w.bwd_flops = nc.bwd_flops / parts;
@@ -62,8 +74,11 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
     local_io += bytes;
     if (tensor.kind == TensorKind::Buffer || tensor.kind == TensorKind::Constant) b[Term::Buffers] += bytes;
   }
-  for (size_t o = 0; o < node.outputs.size(); ++o)
-    if (node.outputs[o] >= 0) local_io += static_cast<double>(local_bytes(node.outputs[o], oc.outputs[o]));
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    const int t = node.outputs[o];
+    w.local_outputs.push_back(t < 0 ? Shape{} : max_local_shape(g.tensors[static_cast<size_t>(t)].shape, oc.outputs[o], mesh_));
+    if (t >= 0) local_io += static_cast<double>(local_bytes(t, oc.outputs[o]));
+  }
   // Global bytes: each sum fits in int64 alone, not always together.
   double global_io = static_cast<double>(nc.bytes.fwd_read) + static_cast<double>(nc.bytes.fwd_write);
   w.fwd_bytes = local_io;
@@ -116,8 +131,7 @@ Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) 
   b[Term::Gradients] = elements * tr.gradient_bytes() / grad_div;
   b[Term::OptimizerState] = elements * tr.optimizer_state_bytes() / state_div;
   double updated = elements / state_div;
-  b[Term::OptimizerStep] =
-      compute_->stream_time(updated * (2.0 * tr.weight_bytes() + tr.gradient_bytes() + 2.0 * tr.optimizer_state_bytes()));
+  b[Term::OptimizerStep] = compute_->optimizer_time(updated, tr);
   if (replicas > 1) {
     Layout grad = gradient_layout(c.layout);
     if (c.zero == 0) {
@@ -126,8 +140,9 @@ Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) 
       // ZeRO shards the flat gradient buffer, as DeepSpeed does: each all-reduce of plain data
       // parallelism becomes a reduce-scatter of the gradient and, after the sharded update, an
       // all-gather of the updated weights, on the same axis and of the same bytes (weights and
-      // gradients have one element size, Training). A bucketed ring all-reduce is exactly these
-      // two, so ZeRO-2 moves what data parallelism moves.
+      // gradients have one element size, Training). The runtime runs them per parameter, not in
+      // buckets (launcher/runtime/sharded_executor.h), so each pays its whole latency: ZeRO-2
+      // moves the bytes data parallelism moves, in more messages.
       RedistributePlan zero = redistribute(t.shape, tr.gradient_bytes(), grad, c.layout, mesh_);
       std::vector<Step> steps;
       for (const Step& s : zero.steps) {
@@ -145,7 +160,7 @@ Breakdown StrategySpace::parameter_terms(const Variable& v, const VarConfig& c) 
         steps.push_back(gather);
       }
       zero.steps = std::move(steps);
-      add_plan(b, Purpose::Gradient, zero);
+      add_plan(b, Purpose::Gradient, zero, /*bucketed=*/false);
     }
   }
   return b;

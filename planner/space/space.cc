@@ -1,9 +1,11 @@
 #include "planner/space/space.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 #include "graph/error.h"
+#include "planner/parallel/collectives.h"
 
 namespace tensoropt::planner {
 
@@ -46,6 +48,12 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
     }
   schedule_ = step_schedule(g, /*input_gradients=*/false, /*recompute=*/{});
   requires_grad_ = schedule_.requires_grad;
+  // The runtime's gradient buckets (planner::kGradientBucketBytes) hold all the gradients of a
+  // model smaller than one: its one all-reduce is the bucket's, latency and all.
+  double gradient_bytes = 0;
+  for (const Tensor& t : g.tensors)
+    if (t.kind == TensorKind::Parameter) gradient_bytes += static_cast<double>(t.elements()) * options_.training.gradient_bytes();
+  bucket_bytes_ = std::clamp(gradient_bytes, 1.0, kGradientBucketBytes);
   is_output_.assign(g.tensors.size(), false);
   for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;
   const Uses uses = tensor_uses(g);

@@ -278,7 +278,9 @@ class StrategySpace {
   // repeat, and so do their transitions).
   CommCost transition(int tensor, const Layout& from, const Layout& to, bool gradient) const;
   void add_comm(Breakdown& b, Purpose p, const std::array<double, 4>& times) const;
-  void add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const;
+  // Gradient synchronisation is bucketed (bucketed_step_time) unless `bucketed` is false (ZeRO-2:
+  // the runtime reduce-scatters and gathers each parameter on its own).
+  void add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan, bool bucketed = true) const;
   Breakdown op_terms(const Variable& v, const VarConfig& c) const;
   Breakdown parameter_terms(const Variable& v, const VarConfig& c) const;
   Breakdown tensor_terms(const Variable& v, const VarConfig& c) const;
@@ -288,6 +290,7 @@ class StrategySpace {
   DeviceMesh mesh_;
   const ComputeModel* compute_;
   SpaceOptions options_;
+  double bucket_bytes_ = 0;  // a gradient bucket's bytes: 25 MiB, or the whole gradient when less
   std::vector<NodeCost> node_costs_;
   // What the step keeps and when gradients are made and complete, without recompute
   // (graph/step_schedule.h, the executors' schedule); configurations that recompute change it as

@@ -66,10 +66,10 @@ void StrategySpace::add_comm(Breakdown& b, Purpose p, const std::array<double, 4
   for (int k = 0; k < 4; ++k) b[comm_term(p, static_cast<StepKind>(k))] += times[static_cast<size_t>(k)];
 }
 
-void StrategySpace::add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan) const {
+void StrategySpace::add_plan(Breakdown& b, Purpose p, const RedistributePlan& plan, bool bucketed) const {
   for (const Step& s : plan.steps)
     if (is_collective(s.kind))
-      b[comm_term(p, s.kind)] += p == Purpose::Gradient ? bucketed_step_time(s, mesh_) : step_time(s, mesh_);
+      b[comm_term(p, s.kind)] += p == Purpose::Gradient && bucketed ? bucketed_step_time(s, mesh_, bucket_bytes_) : step_time(s, mesh_);
 }
 
 }  // namespace tensoropt::planner

@@ -1,0 +1,37 @@
+#include "launcher/launch/group.h"
+
+#include "launcher/comm/gloo_communicator.h"
+#include "launcher/runtime/cuda/backend.h"
+#ifdef TENSOROPT_HAVE_CUDA
+#include "launcher/runtime/cuda/nccl_loader.h"
+#endif
+
+namespace tensoropt {
+
+Group join_group(const WorkerPlace& place, runtime::Backend& backend) {
+  comm::GlooOptions go;
+  go.rank = place.rank;
+  go.size = place.world;
+  go.rendezvous = place.rendezvous;
+  if (place.local) go.hostname = "127.0.0.1";
+  Group group;
+  group.gloo = comm::make_gloo_communicator(go);
+#ifdef TENSOROPT_HAVE_CUDA
+  if (auto* gpu = dynamic_cast<runtime::cuda::CudaBackend*>(&backend)) {
+    comm::NcclOptions no;
+    no.rank = place.rank;
+    no.size = place.world;
+    no.rendezvous = place.rendezvous;
+    no.device = place.local_rank;
+    no.compute_stream = gpu->stream();
+    group.nccl = runtime::cuda::make_cuda_communicator(no);
+    group.tensors_over = "NCCL";
+  }
+#else
+  (void)backend;
+#endif
+  group.timed = std::make_unique<comm::TimedCommunicator>(group.nccl ? *group.nccl : *group.gloo);
+  return group;
+}
+
+}  // namespace tensoropt

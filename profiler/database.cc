@@ -1,0 +1,231 @@
+#include "profiler/database.h"
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <tuple>
+
+#include "graph/error.h"
+
+namespace tensoropt::profiler {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+[[noreturn]] void bad(const std::string& where, const std::string& what) { throw InputError(where + ": " + what); }
+
+const ordered_json& field(const ordered_json& j, const char* key, const std::string& where) {
+  if (!j.is_object()) bad(where, "must be an object");
+  auto it = j.find(key);
+  if (it == j.end()) bad(where, std::string("missing field '") + key + "'");
+  return *it;
+}
+
+std::string text(const ordered_json& j, const char* key, const std::string& where) {
+  const auto& v = field(j, key, where);
+  if (!v.is_string()) bad(where + ": " + key, "must be a string");
+  return v.get<std::string>();
+}
+
+double seconds(const ordered_json& j, const char* key, const std::string& where) {
+  const auto& v = field(j, key, where);
+  if (!v.is_number() || v.get<double>() < 0) bad(where + ": " + key, "must be a number >= 0");
+  return v.get<double>();
+}
+
+int count(const ordered_json& j, const char* key, const std::string& where, int least) {
+  const auto& v = field(j, key, where);
+  if (!v.is_number_integer() || v.get<int64_t>() < least || v.get<int64_t>() > (1 << 30))
+    bad(where + ": " + key, "must be a whole number >= " + std::to_string(least));
+  return v.get<int>();
+}
+
+Points points(const ordered_json& j, const std::string& where) {
+  const auto& v = field(j, "points", where);
+  if (!v.is_array() || v.empty()) bad(where + ": points", "must be a non-empty list of [bytes, seconds]");
+  Points p;
+  for (const auto& e : v) {
+    if (!e.is_array() || e.size() != 2 || !e[0].is_number() || !e[1].is_number() || e[0].get<double>() < 0 || e[1].get<double>() < 0)
+      bad(where + ": points", "each must be [bytes, seconds], both numbers >= 0");
+    p.emplace_back(e[0].get<double>(), e[1].get<double>());
+  }
+  std::sort(p.begin(), p.end());
+  for (size_t i = 1; i < p.size(); ++i)
+    if (p[i].first == p[i - 1].first) bad(where + ": points", "two points of the same size");
+  return p;
+}
+
+ordered_json points_json(const Points& p) {
+  ordered_json a = ordered_json::array();
+  for (const auto& [b, t] : p) a.push_back({b, t});
+  return a;
+}
+
+auto op_key(const OpEntry& e) { return std::tie(e.signature, e.workers, e.threads); }
+auto collective_key(const CollectiveEntry& e) { return std::tie(e.kind, e.level, e.group, e.workers); }
+auto optimizer_key(const OptimizerEntry& e) { return std::tie(e.kind, e.dtype, e.workers, e.threads); }
+
+template <typename T, typename K>
+void merge_into(std::vector<T>& into, const std::vector<T>& add, K key) {
+  for (const T& e : add) {
+    auto it = std::find_if(into.begin(), into.end(), [&](const T& x) { return key(x) == key(e); });
+    if (it != into.end()) *it = e;
+    else into.push_back(e);
+  }
+}
+
+}  // namespace
+
+std::string DeviceId::line() const {
+  std::string s = backend + " " + name + " (" + std::to_string(units) + (backend == "cpu" ? " cores" : " SMs");
+  std::string f;
+  for (const auto& [k, v] : facts) f += (f.empty() ? "" : ", ") + k + " " + v;
+  if (!f.empty()) s += "; " + f;
+  return s + "; tensoropt " + tensoropt + ")";
+}
+
+ProfileDb read_profile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot be read");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  ordered_json j;
+  try {
+    j = ordered_json::parse(ss.str());
+  } catch (const std::exception&) {
+    bad(path, "not a JSON file (a profile is written by `tensoropt profile`)");
+  }
+  if (!j.is_object() || !j.contains("format") || j["format"] != "tensoropt-profile")
+    bad(path, "not a tensoropt profile (\"format\": \"tensoropt-profile\" is missing)");
+  const int version = count(j, "version", path, 1);
+  if (version != kProfileVersion)
+    bad(path, "profile version " + std::to_string(version) + "; this tensoropt reads version " + std::to_string(kProfileVersion));
+  ProfileDb db;
+  const std::string dw = path + ": device";
+  const auto& d = field(j, "device", path);
+  db.device.backend = text(d, "backend", dw);
+  db.device.name = text(d, "name", dw);
+  db.device.units = count(d, "units", dw, 1);
+  db.device.tensoropt = text(d, "tensoropt", dw);
+  const auto& facts = field(d, "facts", dw);
+  if (!facts.is_object()) bad(dw + ": facts", "must be an object of strings");
+  for (auto it = facts.begin(); it != facts.end(); ++it) {
+    if (!it.value().is_string()) bad(dw + ": facts: " + it.key(), "must be a string");
+    db.device.facts[it.key()] = it.value().get<std::string>();
+  }
+  auto list = [&](const char* key) -> const ordered_json& {
+    const auto& v = field(j, key, path);
+    if (!v.is_array()) bad(path + ": " + key, "must be a list");
+    return v;
+  };
+  const auto& ops = list("ops");
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const std::string w = path + ": ops[" + std::to_string(i) + "]";
+    OpEntry e;
+    e.op = text(ops[i], "op", w);
+    e.signature = text(ops[i], "signature", w);
+    if (e.signature.rfind(e.op + "|", 0) != 0) bad(w + ": signature", "does not begin with its op '" + e.op + "|'");
+    e.workers = count(ops[i], "workers", w, 1);
+    e.threads = count(ops[i], "threads", w, 0);
+    e.forward_s = seconds(ops[i], "forward_s", w);
+    e.backward_s = seconds(ops[i], "backward_s", w);
+    e.repeats = count(ops[i], "repeats", w, 1);
+    db.ops.push_back(std::move(e));
+  }
+  const auto& cs = list("collectives");
+  for (size_t i = 0; i < cs.size(); ++i) {
+    const std::string w = path + ": collectives[" + std::to_string(i) + "]";
+    CollectiveEntry e;
+    e.kind = text(cs[i], "kind", w);
+    if (e.kind != "all_reduce" && e.kind != "all_gather" && e.kind != "reduce_scatter" && e.kind != "all_to_all")
+      bad(w + ": kind", "'" + e.kind + "' is not all_reduce, all_gather, reduce_scatter or all_to_all");
+    e.level = text(cs[i], "level", w);
+    if (e.level != "intra" && e.level != "inter") bad(w + ": level", "must be \"intra\" or \"inter\"");
+    e.group = count(cs[i], "group", w, 2);
+    e.workers = count(cs[i], "workers", w, e.group);
+    e.points = points(cs[i], w);
+    e.latency_s = seconds(cs[i], "latency_s", w);
+    e.bandwidth_Bps = seconds(cs[i], "bandwidth_Bps", w);
+    db.collectives.push_back(std::move(e));
+  }
+  const auto& os = list("optimizer");
+  for (size_t i = 0; i < os.size(); ++i) {
+    const std::string w = path + ": optimizer[" + std::to_string(i) + "]";
+    OptimizerEntry e;
+    e.kind = text(os[i], "kind", w);
+    e.dtype = text(os[i], "dtype", w);
+    e.workers = count(os[i], "workers", w, 1);
+    e.threads = count(os[i], "threads", w, 0);
+    e.points = points(os[i], w);
+    e.fixed_s = seconds(os[i], "fixed_s", w);
+    e.per_byte_s = seconds(os[i], "per_byte_s", w);
+    db.optimizer.push_back(std::move(e));
+  }
+  return db;
+}
+
+void write_profile(ProfileDb db, const std::string& path) {
+  std::sort(db.ops.begin(), db.ops.end(), [](const OpEntry& a, const OpEntry& b) { return op_key(a) < op_key(b); });
+  std::sort(db.collectives.begin(), db.collectives.end(),
+            [](const CollectiveEntry& a, const CollectiveEntry& b) { return collective_key(a) < collective_key(b); });
+  std::sort(db.optimizer.begin(), db.optimizer.end(),
+            [](const OptimizerEntry& a, const OptimizerEntry& b) { return optimizer_key(a) < optimizer_key(b); });
+  ordered_json j;
+  j["format"] = "tensoropt-profile";
+  j["version"] = kProfileVersion;
+  ordered_json d;
+  d["backend"] = db.device.backend;
+  d["name"] = db.device.name;
+  d["units"] = db.device.units;
+  d["facts"] = ordered_json::object();
+  for (const auto& [k, v] : db.device.facts) d["facts"][k] = v;
+  d["tensoropt"] = db.device.tensoropt;
+  j["device"] = d;
+  j["ops"] = ordered_json::array();
+  for (const OpEntry& e : db.ops)
+    j["ops"].push_back({{"op", e.op}, {"signature", e.signature}, {"workers", e.workers}, {"threads", e.threads},
+                        {"forward_s", e.forward_s}, {"backward_s", e.backward_s}, {"repeats", e.repeats}});
+  j["collectives"] = ordered_json::array();
+  for (const CollectiveEntry& e : db.collectives)
+    j["collectives"].push_back({{"kind", e.kind}, {"level", e.level}, {"group", e.group}, {"workers", e.workers},
+                                {"points", points_json(e.points)}, {"latency_s", e.latency_s}, {"bandwidth_Bps", e.bandwidth_Bps}});
+  j["optimizer"] = ordered_json::array();
+  for (const OptimizerEntry& e : db.optimizer)
+    j["optimizer"].push_back({{"kind", e.kind}, {"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads},
+                              {"points", points_json(e.points)}, {"fixed_s", e.fixed_s}, {"per_byte_s", e.per_byte_s}});
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(path + ": cannot be written");
+    out << j.dump(1) << "\n";
+    if (!out) throw InputError(path + ": cannot be written");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(path + ": cannot be written");
+}
+
+void merge_profile(ProfileDb& into, const ProfileDb& add) {
+  merge_into(into.ops, add.ops, op_key);
+  merge_into(into.collectives, add.collectives, collective_key);
+  merge_into(into.optimizer, add.optimizer, optimizer_key);
+}
+
+std::pair<double, double> fit_line(const Points& p) {
+  if (p.empty()) return {0, 0};
+  if (p.size() == 1) return {p[0].second, 0};
+  double n = static_cast<double>(p.size()), sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : p) {
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  const double den = n * sxx - sx * sx;
+  double b = den > 0 ? (n * sxy - sx * sy) / den : 0;
+  b = std::max(b, 0.0);
+  const double a = std::max((sy - b * sx) / n, 0.0);
+  return {a, b};
+}
+
+}  // namespace tensoropt::profiler
