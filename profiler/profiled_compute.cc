@@ -20,7 +20,7 @@ std::optional<planner::StepKind> step_kind(const std::string& kind) {
   return std::nullopt;
 }
 
-// The GPU model words of a name: those with a digit ("H100", "SXM5", "80GB").
+// The GPU model of a name: its first word with a digit ("H100" in "NVIDIA H100 SXM5 80GB").
 std::vector<std::string> model_words(const std::string& name) {
   std::vector<std::string> words;
   std::string w;
@@ -96,7 +96,8 @@ std::optional<std::string> profile_mismatch(const DeviceId& db, const DeviceId* 
   if (db.backend != "cpu") {
     if (cluster.cpu_workers()) return made + ", and cluster '" + cluster.name + "' has CPU workers";
     bool same_model = false;
-    for (const std::string& w : model_words(cluster.gpu.name)) same_model = same_model || db.name.find(w) != std::string::npos;
+    const std::vector<std::string> words = model_words(cluster.gpu.name);
+    same_model = !words.empty() && db.name.find(words.front()) != std::string::npos;
     if (!same_model) return made + ", and cluster '" + cluster.name + "' has " + cluster.gpu.name;
   }
   if (here && !(*here == db)) return made + ", this is " + here->line();

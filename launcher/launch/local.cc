@@ -20,6 +20,7 @@
 #include "graph/error.h"
 #include "launcher/train/worker.h"
 #include "planner/training.h"
+#include "profiler/database.h"
 
 namespace tensoropt {
 namespace {
@@ -216,6 +217,7 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
   check_checkpoint_paths(s);
   (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
+  if (s.profile) (void)profiler::read_profile(*s.profile);  // a corrupt profile likewise
   if (s.plan) {  // a bad plan, point or strategy: one line, before any worker starts
     const planner::StoredStrategy stored = checked_point(s, gpus);
     if (!stored.settings) check_strategy_resolves(s, stored, kernel_threads(s, gpus));

@@ -191,6 +191,7 @@ int run_training(const TrainSettings& s, std::ostream& out, std::ostream& err) {
     report["model"] = report_model(s, g.batch);
     if (stored) report["strategy"] = {{"plan", predicted.where}, {"recompute_ops", std::count(predicted.recompute.begin(), predicted.recompute.end(), true)}};
     report["device"] = report_device(backend, /*workers=*/0, threads, s.cluster);
+    report["costs"] = report_costs(costs);
     report["optimizer"] = report_optimizer(s);
     if (timer) report["kernel_times"] = kernel_times;
     finish_report(report, planner::precision_name(precision), loop.steps, against, *s.report);

@@ -35,6 +35,11 @@ std::string costs_line(const profiler::ProfileCosts& c) {
   return "costs    measured " + std::to_string(n.measured) + " terms, modelled " + std::to_string(n.modelled) + " (" + c.source + ")\n";
 }
 
+nlohmann::ordered_json report_costs(const profiler::ProfileCosts& c) {
+  const profiler::TermCounts n = c.counts();
+  return {{"source", c.source}, {"measured", n.measured}, {"modelled", n.modelled}};
+}
+
 planner::Optimizer planned_optimizer(const runtime::OptimizerSettings& o) {
   if (o.kind != runtime::OptimizerKind::Sgd) return planner::Optimizer::Adam;
   return o.momentum != 0 ? planner::Optimizer::Momentum : planner::Optimizer::Sgd;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "graph/ir.h"
 #include "launcher/runtime/optimizer.h"
 #include "planner/parallel/cluster.h"
@@ -41,6 +43,8 @@ PointPrediction predict_point(const Graph& g, const profiler::ProfileCosts& cost
 // device (nullptr: not checked yet; the workers check). InputError: a corrupt profile.
 profiler::ProfileCosts run_costs(const TrainSettings& s, planner::Precision precision, int workers, int threads,
                                  const runtime::Backend* backend);
+// {"source": "profile FILE" or "analytic", "measured": n, "modelled": m} for --report.
+nlohmann::ordered_json report_costs(const profiler::ProfileCosts& costs);
 // "costs    measured 812 terms, modelled 14 (profile FILE)\n", or "" for an analytic prediction.
 std::string costs_line(const profiler::ProfileCosts& costs);
 

@@ -265,6 +265,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
     report["model"] = report_model(s, g.batch);
     report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
     report["device"] = report_device(backend, place.world, threads, s.cluster);
+    report["costs"] = report_costs(costs);
     report["optimizer"] = report_optimizer(s);
     if (timer) report["kernel_times"] = kernel_times;
     finish_report(report, bf16 ? "bf16" : "fp32", loop.steps, against, *s.report);
