@@ -45,7 +45,11 @@ ProfiledCompute::ProfiledCompute(const ProfileDb& db, std::string source, const 
   for (const OpEntry& e : db.ops)
     if (fits(e.workers, workers) && fits(e.threads, threads)) ops_[e.signature] = planner::OpTime{e.forward_s, e.backward_s};
   for (const OptimizerEntry& e : db.optimizer)
-    if (fits(e.workers, workers) && fits(e.threads, threads)) optimizer_[e.kind + " " + e.dtype] = {e.fixed_s, e.per_byte_s};
+    if (fits(e.workers, workers) && fits(e.threads, threads)) {
+      Points p = e.points;
+      for (size_t i = 1; i < p.size(); ++i) p[i].second = std::max(p[i].second, p[i - 1].second);
+      optimizer_[e.kind + " " + e.dtype] = std::move(p);
+    }
 }
 
 planner::OpTime ProfiledCompute::op_time(const planner::ShardWork& work) const {
@@ -70,7 +74,7 @@ double ProfiledCompute::optimizer_time(double elements, const planner::Training&
     return analytic_.optimizer_time(elements, tr);
   }
   measured_.insert("optimizer " + key);
-  return it->second.first + it->second.second * elements * tr.weight_bytes();
+  return planner::interpolate(it->second, elements * tr.weight_bytes());
 }
 
 TermCounts ProfiledCompute::counts() const {

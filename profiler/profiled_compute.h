@@ -45,7 +45,7 @@ class ProfiledCompute final : public planner::ComputeModel {
   planner::AnalyticCompute analytic_;
   planner::Precision precision_;
   std::unordered_map<std::string, planner::OpTime> ops_;
-  std::map<std::string, std::pair<double, double>> optimizer_;  // "kind dtype" -> (fixed, per byte)
+  std::map<std::string, Points> optimizer_;  // "kind dtype" -> (weight bytes, seconds), non-decreasing
   mutable std::mutex mu_;
   mutable std::set<std::string> measured_, modelled_;
 };

@@ -36,6 +36,16 @@ double all_reduce_time(double bytes, int n, const LinkLevel& link) {
   return std::min(ring_all_reduce_time(bytes, n, link), recursive_doubling_all_reduce_time(bytes, n, link));
 }
 
+double interpolate(const std::vector<std::pair<double, double>>& p, double x) {
+  TO_CHECK(!p.empty());
+  if (p.size() == 1 || x <= p.front().first) return p.front().second;
+  size_t hi = 1;
+  while (hi + 1 < p.size() && p[hi].first < x) ++hi;
+  const auto& [x0, y0] = p[hi - 1];
+  const auto& [x1, y1] = p[hi];
+  return y0 + (y1 - y0) * (x - x0) / (x1 - x0);  // beyond the last point: the last segment's line
+}
+
 void MeasuredCollectives::add(StepKind kind, int n, Points points) {
   TO_CHECK(is_collective(kind) && n >= 2 && !points.empty());
   std::sort(points.begin(), points.end());
@@ -55,14 +65,7 @@ std::optional<double> MeasuredCollectives::time(StepKind kind, int n, double byt
   }
   auto it = points_.find(key);
   if (it == points_.end()) return std::nullopt;
-  const Points& p = it->second;
-  if (bytes <= p.front().first) return p.front().second;
-  size_t hi = 1;
-  while (hi + 1 < p.size() && p[hi].first < bytes) ++hi;
-  if (p.size() == 1) return p.front().second;
-  const auto& [b0, t0] = p[hi - 1];
-  const auto& [b1, t1] = p[hi];
-  return t0 + (t1 - t0) * (bytes - b0) / (b1 - b0);  // beyond the last point: the last segment's line
+  return interpolate(it->second, bytes);
 }
 
 MeasuredCollectives::Counts MeasuredCollectives::counts() const {

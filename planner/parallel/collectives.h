@@ -40,6 +40,10 @@ namespace tensoropt::planner {
 // last two beyond the largest; times are made non-decreasing in bytes first. Every (kind, n) asked
 // for is remembered as measured or modelled (no points), for the counts a plan reports.
 // Thread-safe (the planner prices meshes on several threads).
+// Linear interpolation through (x, y) points sorted by x with distinct x: the first point's y
+// below the first x, the line through the last two beyond the last x (the only y for one point).
+double interpolate(const std::vector<std::pair<double, double>>& points, double x);
+
 class MeasuredCollectives {
  public:
   using Points = std::vector<std::pair<double, double>>;
