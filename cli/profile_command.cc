@@ -20,6 +20,7 @@
 #include "profiler/database.h"
 #include "profiler/device_id.h"
 #include "profiler/op_timer.h"
+#include "profiler/step_timer.h"
 
 namespace tensoropt::cli {
 
@@ -201,6 +202,12 @@ int profile_worker(const ProfileArgs& a, const WorkerPlace& place, std::ostream&
       ++sum.optimizers;
     }
   }
+  // The executor around its kernels, on every worker side by side.
+  if (!check_stop()) {
+    const auto o = time_step_overhead(g, a.model, *backend, threads, so.training.precision == planner::Precision::Bf16, 5);
+    const double per_call = world.slowest(o ? o->per_call_s : -1);
+    if (per_call >= 0) add.executor.push_back(ExecutorEntry{a.dtype, std::max(workers, 1), entry_threads, per_call, o ? o->steps : 1});
+  }
   if (world.host) world.host->barrier(world.host->world());
   if (!lead) return 0;
   merge_profile(db, add);
@@ -213,6 +220,11 @@ int profile_worker(const ProfileArgs& a, const WorkerPlace& place, std::ostream&
   if (sum.ops_left) out << ", " << sum.ops_left << " left by --max-seconds (modelled)";
   out << "\ncomm     " << sum.collectives << " collectives timed, " << sum.collectives_had << " already in the profile\n";
   out << "optim    " << sum.optimizers << " optimizers timed\n";
+  if (!add.executor.empty()) {
+    char line[96];
+    std::snprintf(line, sizeof line, "%.2f us around each kernel call", add.executor.front().per_call_s * 1e6);
+    out << "executor " << line << "\n";
+  }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.1f", since(t0));
   out << "wrote    " << path << " in " << secs << " s\n";

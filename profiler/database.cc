@@ -66,6 +66,7 @@ ordered_json points_json(const Points& p) {
 auto op_key(const OpEntry& e) { return std::tie(e.signature, e.workers, e.threads); }
 auto collective_key(const CollectiveEntry& e) { return std::tie(e.kind, e.level, e.group, e.workers); }
 auto optimizer_key(const OptimizerEntry& e) { return std::tie(e.kind, e.dtype, e.workers, e.threads); }
+auto executor_key(const ExecutorEntry& e) { return std::tie(e.dtype, e.workers, e.threads); }
 
 template <typename T, typename K>
 void merge_into(std::vector<T>& into, const std::vector<T>& add, K key) {
@@ -163,6 +164,17 @@ ProfileDb read_profile(const std::string& path) {
     e.per_byte_s = seconds(os[i], "per_byte_s", w);
     db.optimizer.push_back(std::move(e));
   }
+  const auto& xs = list("executor");
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const std::string w = path + ": executor[" + std::to_string(i) + "]";
+    ExecutorEntry e;
+    e.dtype = text(xs[i], "dtype", w);
+    e.workers = count(xs[i], "workers", w, 1);
+    e.threads = count(xs[i], "threads", w, 0);
+    e.per_call_s = seconds(xs[i], "per_call_s", w);
+    e.steps = count(xs[i], "steps", w, 1);
+    db.executor.push_back(std::move(e));
+  }
   return db;
 }
 
@@ -195,6 +207,11 @@ void write_profile(ProfileDb db, const std::string& path) {
   for (const OptimizerEntry& e : db.optimizer)
     j["optimizer"].push_back({{"kind", e.kind}, {"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads},
                               {"points", points_json(e.points)}, {"fixed_s", e.fixed_s}, {"per_byte_s", e.per_byte_s}});
+  std::sort(db.executor.begin(), db.executor.end(),
+            [](const ExecutorEntry& a, const ExecutorEntry& b) { return executor_key(a) < executor_key(b); });
+  j["executor"] = ordered_json::array();
+  for (const ExecutorEntry& e : db.executor)
+    j["executor"].push_back({{"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads}, {"per_call_s", e.per_call_s}, {"steps", e.steps}});
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -209,6 +226,7 @@ void merge_profile(ProfileDb& into, const ProfileDb& add) {
   merge_into(into.ops, add.ops, op_key);
   merge_into(into.collectives, add.collectives, collective_key);
   merge_into(into.optimizer, add.optimizer, optimizer_key);
+  merge_into(into.executor, add.executor, executor_key);
 }
 
 std::pair<double, double> fit_line(const Points& p) {

@@ -52,11 +52,22 @@ struct OptimizerEntry {
   double fixed_s = 0, per_byte_s = 0;
 };
 
+// What the executors spend around the kernels, per kernel call (a node's forward or backward):
+// the one-device step's time less its kernels' time (the kernel timer's), over its calls. The loss
+// and the bookkeeping of values and gradients are in it.
+struct ExecutorEntry {
+  std::string dtype;
+  int workers = 1, threads = 1;
+  double per_call_s = 0;
+  int steps = 0;
+};
+
 struct ProfileDb {
   DeviceId device;
   std::vector<OpEntry> ops;
   std::vector<CollectiveEntry> collectives;
   std::vector<OptimizerEntry> optimizer;
+  std::vector<ExecutorEntry> executor;
 };
 
 ProfileDb read_profile(const std::string& path);

@@ -1,7 +1,6 @@
 #include "profiler/op_timer.h"
 
 #include <algorithm>
-#include <chrono>
 #include <random>
 
 #include "launcher/runtime/kernel.h"
@@ -43,13 +42,17 @@ Array stand_in(const Tensor& x, const Shape& shape, DType store, runtime::Backen
   return s;
 }
 
+// One call's time on the backend's kernel timer: the host clock on CPU, CUDA events on the GPU's
+// stream (kernel.h KernelTimer).
 template <typename F>
-double timed(runtime::Backend& backend, F&& f) {
-  backend.synchronize();
-  const auto t0 = std::chrono::steady_clock::now();
+double timed(runtime::KernelTimer& timer, F&& f) {
+  timer.reset();
+  timer.begin("call");
   f();
-  backend.synchronize();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  timer.end();
+  double s = 0;
+  for (const runtime::KernelTimer::Row& r : timer.report()) s += r.seconds;
+  return s;
 }
 
 }  // namespace
@@ -86,6 +89,7 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
   }
   runtime::StepContext ctx{&backend.allocator(), true, 1, 1, std::max(threads, 1), nullptr};
   const int calls = std::max(repeats, 1) + 2;
+  const std::unique_ptr<runtime::KernelTimer> timer = backend.kernel_timer();
 
   OpTiming out;
   std::vector<double> fwd, bwd;
@@ -94,7 +98,7 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
   for (int r = 0; r < calls; ++r) {
     state = {};
     outputs.clear();
-    const double s = timed(backend, [&] { outputs = runtime::forward_call(backend, *kernel, n, 0, in, specs, state, ctx, &shard, nullptr); });
+    const double s = timed(*timer, [&] { outputs = runtime::forward_call(backend, *kernel, n, 0, in, specs, state, ctx, &shard, nullptr); });
     if (r >= 2) fwd.push_back(s);
   }
   out.forward_s = median(fwd);
@@ -112,7 +116,7 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
     dout[o] = &douts[o];
   }
   for (int r = 0; r < calls; ++r) {
-    const double s = timed(backend, [&] {
+    const double s = timed(*timer, [&] {
       runtime::Float32Args f32(backend, n.inputs.size() + 2 * n.outputs.size(), kernel->takes_bf16);
       std::vector<const Array*> gi, go, gd;
       for (const Array* a : in) gi.push_back(f32(a));

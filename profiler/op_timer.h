@@ -3,8 +3,8 @@
 // configuration) runs on arrays of its local shapes, forward as the executors call it
 // (runtime::forward_call: outputs allocated, bfloat16 converted, the kernel) and backward as they
 // call it (saved tensors, output gradients, the input gradients it writes allocated). Each
-// direction: 2 warm-up calls, then `repeats` calls, each between Backend::synchronize calls on
-// the host clock; the medians.
+// direction: 2 warm-up calls, then `repeats` calls, each timed by the backend's kernel timer (the
+// host clock on CPU, whose kernels return when done; CUDA events on the GPU's stream); the medians.
 // Inputs: floats uniform in [0.5, 1.5) from a fixed seed; integers and bools 0 (valid on every
 // axis), constants their values where the shard is the whole constant. The device at mesh
 // coordinate 0: every shard offset is 0.

@@ -44,6 +44,8 @@ ProfiledCompute::ProfiledCompute(const ProfileDb& db, std::string source, const 
     : source_(std::move(source)), analytic_(cluster, precision), precision_(precision) {
   for (const OpEntry& e : db.ops)
     if (fits(e.workers, workers) && fits(e.threads, threads)) ops_[e.signature] = planner::OpTime{e.forward_s, e.backward_s};
+  for (const ExecutorEntry& e : db.executor)
+    if (fits(e.workers, workers) && fits(e.threads, threads) && e.dtype == planner::precision_name(precision)) per_call_ = e.per_call_s;
   for (const OptimizerEntry& e : db.optimizer)
     if (fits(e.workers, workers) && fits(e.threads, threads)) {
       Points p = e.points;
@@ -61,7 +63,10 @@ planner::OpTime ProfiledCompute::op_time(const planner::ShardWork& work) const {
     return analytic_.op_time(work);
   }
   measured_.insert(sig);
-  return it->second;
+  planner::OpTime t = it->second;
+  t.forward += per_call_;
+  if (work.has_backward) t.backward += per_call_;
+  return t;
 }
 
 double ProfiledCompute::optimizer_time(double elements, const planner::Training& tr) const {

@@ -45,6 +45,7 @@ class ProfiledCompute final : public planner::ComputeModel {
   planner::AnalyticCompute analytic_;
   planner::Precision precision_;
   std::unordered_map<std::string, planner::OpTime> ops_;
+  double per_call_ = 0;  // the executor's time around each kernel call (ExecutorEntry)
   std::map<std::string, Points> optimizer_;  // "kind dtype" -> (weight bytes, seconds), non-decreasing
   mutable std::mutex mu_;
   mutable std::set<std::string> measured_, modelled_;

@@ -15,13 +15,22 @@ std::string number(double v) {
 template <typename T, typename F>
 std::string list(const std::vector<T>& v, F f) {
   std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + f(v[i]);
-  return s + "]";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += f(v[i]);
+  }
+  s += ']';
+  return s;
 }
 
 std::string attribute(const Attribute& a) {
   auto integer = [](int64_t x) { return std::to_string(x); };
-  auto quoted = [](const std::string& x) { return "\"" + x + "\""; };
+  auto quoted = [](const std::string& x) {
+    std::string q = "\"";
+    q += x;
+    q += '"';
+    return q;
+  };
   switch (a.kind) {
     case Attribute::Kind::Int: return integer(a.i);
     case Attribute::Kind::Float: return number(a.f);
@@ -29,7 +38,11 @@ std::string attribute(const Attribute& a) {
     case Attribute::Kind::Ints: return list(a.ints, integer);
     case Attribute::Kind::Floats: return list(a.floats, number);
     case Attribute::Kind::Strings: return quoted(a.s);
-    case Attribute::Kind::Tensor: return a.tensor ? "tensor" + shape_str(a.tensor->shape) : "tensor";
+    case Attribute::Kind::Tensor: {
+      std::string t = "tensor";
+      if (a.tensor) t += shape_str(a.tensor->shape);
+      return t;
+    }
     case Attribute::Kind::Graph: return "graph";
   }
   return "?";
@@ -38,9 +51,11 @@ std::string attribute(const Attribute& a) {
 std::string operand(const Tensor& t, const Shape& local, planner::Precision precision) {
   std::string s = std::string(dtype_name(storage_dtype(t, precision))) + shape_str(local);
   if (t.kind == TensorKind::Constant && t.value && t.value->size() <= 8) {
-    s += "=";
-    for (int64_t i = 0; i < t.value->size(); ++i)
-      s += (i ? "," : "") + (dtype_is_integral(t.value->dtype) ? std::to_string(t.value->integer(i)) : number(t.value->real(i)));
+    s += '=';
+    for (int64_t i = 0; i < t.value->size(); ++i) {
+      if (i) s += ',';
+      s += dtype_is_integral(t.value->dtype) ? std::to_string(t.value->integer(i)) : number(t.value->real(i));
+    }
   }
   return s;
 }
@@ -57,7 +72,10 @@ std::string shard_signature(const planner::ShardWork& w, planner::Precision prec
   std::string s = n.op_type + "|";
   bool first = true;
   for (const auto& [name, a] : n.attrs) {
-    s += (first ? "" : ",") + name + "=" + attribute(a);
+    if (!first) s += ',';
+    s += name;
+    s += '=';
+    s += attribute(a);
     first = false;
   }
   s += "|";

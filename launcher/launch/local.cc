@@ -100,7 +100,9 @@ int plan_for_workers(const TrainSettings& s, int gpus, const std::string& dir, s
                                       std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", dir + "/plan.json",
                                       "--dtype", s.dtype.value_or("fp32")};
   for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
-  out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << ")\n" << std::flush;
+  if (s.profile) planner.insert(planner.end(), {"--profile", *s.profile});
+  out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << (s.profile ? ", profile " + *s.profile : "")
+      << ")\n" << std::flush;
   const int status = run_to_end(planner, dir + "/plan.log");
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";

@@ -1,5 +1,6 @@
 // The local launcher: on one machine `run --gpus N` plans first when no --plan is given
-// (`tensoropt plan MODEL --gpus N --json` into a private directory, the chosen point), then starts
+// (`tensoropt plan MODEL --gpus N --json` into a private directory, with --profile when the run
+// has one, the chosen point), then starts
 // N copies of itself as workers (launcher/train/worker.h; threads per worker: the cores / N unless
 // --threads says), with RANK, WORLD_SIZE and LOCAL_RANK set and a file store in the private
 // directory. A worker that ends badly (an error, a signal) takes the group down: the launcher stops
