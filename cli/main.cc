@@ -176,6 +176,7 @@ struct Run {
   std::string device, optimizer = "adam", loss = "cross-entropy";
   int64_t batch = 0;
   std::optional<std::string> rendezvous;
+  bool profile_missing = false;
   CLI::App* command = nullptr;
 };
 
@@ -209,6 +210,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--plan", train.plan, "A plan file (plan --gpus N --json FILE) whose point to run; without it, run --gpus N > 1 plans first");
   rn->add_option("--point", train.point, "The plan's point to run (default: the one the plan chose)")->check(cli::integer(0));
   rn->add_option("--profile", train.profile, "A profile database (tensoropt profile) pricing the prediction where it has measurements");
+  rn->add_flag("--profile-missing", o.profile_missing, "Before the first step, time what --profile DB lacks for this model, batch and worker count (tensoropt profile), then plan with it");
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
   rn->add_flag("--kernel-times", train.kernel_times, "Time every node's kernels (CUDA events on a GPU) and print where the step's time goes, largest first; in --report as kernel_times");
 }
@@ -260,6 +262,23 @@ int run_run(Run& o, int argc, char** argv) {
   if (std::optional<WorkerPlace> place = worker_place(o.rendezvous)) return run_worker(train, o.gpus, *place, std::cout, std::cerr);
   if (o.rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
   runtime::check_local_gpus(o.device, o.gpus, "--gpus");
+  if (o.profile_missing) {
+    if (!train.profile) throw InputError("--profile-missing needs --profile DB (the database to complete; made when missing)");
+    cli::ProfileArgs pa;
+    pa.model = train.model;
+    pa.gpus = o.gpus;
+    pa.batch = train.batch.value_or(8);
+    pa.device = o.device;
+    pa.output = train.profile;
+    pa.dtype = train.dtype.value_or("fp32");
+    pa.threads = train.threads;
+    pa.cluster = train.cluster;
+    std::vector<std::string> args = {argv[0], "profile", pa.model, "--gpus", std::to_string(pa.gpus), "--batch", std::to_string(pa.batch),
+                                     "--device", pa.device, "-o", *pa.output, "--dtype", pa.dtype, "--cluster", pa.cluster};
+    if (pa.threads > 0) args.insert(args.end(), {"--threads", std::to_string(pa.threads)});
+    if (const int code = cli::run_profile(pa, args, std::cout, std::cerr); code != 0) return code;
+    std::cout << "\n";
+  }
   if (o.gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), o.gpus, train, std::cout, std::cerr);
   return run_training(train, std::cout, std::cerr);
 }

@@ -122,5 +122,21 @@ TEST_CASE("profile: a database of another device is ignored with one warning, a 
   for (const std::string& f : {db, bad}) std::filesystem::remove(f);
 }
 
+TEST_CASE("run --profile-missing: times what the database lacks before the first step, then plans and predicts with it") {
+  const std::string db = temp("missing.json");
+  std::filesystem::remove(db);
+  const CliResult first = run_cli("run " + kGpt + " --gpus 2 --batch 4 --steps 2 --profile " + db + " --profile-missing");
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK(has(first.out, "wrote    " + db));
+  CHECK(has(first.out, "planning " + kGpt + " on 2 workers (cluster cpu, profile " + db + ")"));
+  CHECK(has(first.out, "costs    measured "));
+  CHECK(has(first.out, ", modelled 0 (profile " + db + ")"));
+  const CliResult second = run_cli("run " + kGpt + " --gpus 2 --batch 4 --steps 2 --profile " + db + " --profile-missing");
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK(has(second.out, ": 0 timed, "));
+  check_refused(run_cli("run " + kGpt + " --steps 2 --profile-missing"), "--profile-missing needs --profile DB");
+  std::filesystem::remove(db);
+}
+
 }  // namespace
 }  // namespace tensoropt::test
