@@ -72,6 +72,7 @@ struct Evaluation {
   Breakdown b;
   int64_t batch;
   bool matches;
+  std::string source;  // what priced this evaluation: "analytic" or "profile FILE"
 };
 
 void print_json(const Evaluation& e, std::ostream& out) {
@@ -87,6 +88,7 @@ void print_json(const Evaluation& e, std::ostream& out) {
     j["breakdown"][term_name(t) + (is_time_term(t) ? "_s" : "_bytes")] = e.b[t];
   }
   if (e.stored.recorded) j["matches_plan"] = e.matches;
+  j["cost_source"] = e.source;
   out << j.dump(2) << "\n";
 }
 
@@ -110,10 +112,15 @@ void print_text(const Evaluation& e, std::ostream& out) {
     std::snprintf(line, sizeof line, "  %-36s %12s\n", term_name(t).c_str(), bytes_human(e.b[t]).c_str());
     out << line;
   }
-  if (e.stored.recorded)
-    out << (e.matches ? "matches the plan's cost of this point exactly\n"
-                      : "DIFFERS from the plan's recorded cost (" + seconds_human(e.stored.recorded->time) + ", " +
-                            bytes_human(e.stored.recorded->memory) + "): was the plan made by another tensoropt version?\n");
+  if (!e.stored.recorded) return;
+  const std::string planned = e.stored.settings ? e.stored.settings->cost_source : "analytic";
+  if (e.matches) out << "matches the plan's cost of this point exactly\n";
+  else if (planned != e.source)
+    out << "differs from the plan's recorded cost (" + seconds_human(e.stored.recorded->time) + ", " + bytes_human(e.stored.recorded->memory) +
+               "): the plan was priced by " + planned + ", this by " + e.source + "\n";
+  else
+    out << "DIFFERS from the plan's recorded cost (" + seconds_human(e.stored.recorded->time) + ", " +
+               bytes_human(e.stored.recorded->memory) + "): was the plan made by another tensoropt version?\n";
 }
 
 }  // namespace
@@ -146,7 +153,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err)
     else print_explanation_text(space, assignment, x, args.by_node, out);
     return 0;
   }
-  const Evaluation e{stored, space, std::move(assignment), cost, b, s.batch, matches};
+  const Evaluation e{stored, space, std::move(assignment), cost, b, s.batch, matches, costs.source};
   if (args.json) print_json(e, out);
   else print_text(e, out);
   if (costs.profiled && !args.json) out << "costs     " << counts_text(costs) << "\n";

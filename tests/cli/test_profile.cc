@@ -72,6 +72,10 @@ TEST_CASE("profile: times a model's op shards and collectives for N workers, reu
   REQUIRE_MESSAGE(e.code == 0, e.err);
   CHECK(has(e.out, "matches the plan's cost of this point exactly"));
   CHECK(has(e.out, "costs     measured "));
+  // Without the profile it was priced with, evaluate says so instead of suspecting another version.
+  const CliResult plain = run_cli("evaluate " + kGpt + " -s " + plan);
+  REQUIRE_MESSAGE(plain.code == 0, plain.err);
+  CHECK(has(plain.out, "the plan was priced by profile " + db + ", this by analytic"));
 
   // One worker trains as predicted from its profile within a band noise on a shared 2-core
   // machine cannot break (scripts/bench/predict holds the 10%). One thread: a kernel split over
