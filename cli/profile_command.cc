@@ -15,6 +15,7 @@
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/settings.h"
 #include "planner/parallel/cluster.h"
+#include "planner/parallel/collectives.h"
 #include "profiler/cases.h"
 #include "profiler/comm_timer.h"
 #include "profiler/database.h"
@@ -70,6 +71,35 @@ ProfileDb existing(const std::string& path, const DeviceId& here) {
     throw InputError(path + " holds a profile made on " + old.device.line() + "; this is " + here.line() +
                      ": give another -o, or remove it");
   return old;
+}
+
+// The exposed share of a gradient bucket's all-reduce (OverlapEntry), for every group size the
+// plans all-reduce gradients over that the database lacks: one bucket (25 MiB, or the model's
+// gradients when less) beside repeated calls of the model's heaviest op shard (the most backward
+// FLOPs), about as long as the all-reduce.
+void time_overlaps(const Graph& g, const ProfileCases& cases, const planner::Training& training, const ProfileArgs& a, int threads,
+                   const ProfileDb& db, Group& group, runtime::Backend& backend, ProfileDb& add) {
+  double gradient_bytes = 0;
+  for (const Tensor& t : g.tensors)
+    if (t.kind == TensorKind::Parameter) gradient_bytes += static_cast<double>(t.elements()) * training.gradient_bytes();
+  const auto bucket = static_cast<int64_t>(std::clamp(gradient_bytes, 4.0, planner::kGradientBucketBytes));
+  const planner::ShardWork* heavy = nullptr;
+  for (const planner::ShardWork& w : cases.ops)
+    if (w.has_backward && (!heavy || w.bwd_flops > heavy->bwd_flops)) heavy = &w;
+  if (!heavy) return;
+  for (const CollectiveCase& c : cases.collectives) {
+    if (c.kind != planner::StepKind::AllReduce || c.group < 2 || a.gpus % c.group != 0) continue;
+    const bool had = std::any_of(db.overlap.begin(), db.overlap.end(), [&](const OverlapEntry& e) { return e.group == c.group && e.workers == a.gpus; })
+                     || std::any_of(add.overlap.begin(), add.overlap.end(), [&](const OverlapEntry& e) { return e.group == c.group; });
+    if (had) continue;
+    // Calls of the heavy shard: about as long as the all-reduce alone.
+    const double reduce = time_collective(group.tensors(), group.host(), backend, c.kind, c.group, bucket, 3).second;
+    const OpTiming one = time_op_shard(*heavy, training.precision, backend, threads, 1);
+    const int repeats = static_cast<int>(std::clamp(reduce / std::max(one.forward_s + one.backward_s, 1e-7), 1.0, 50.0));
+    const double exposed = exposed_all_reduce(group.tensors(), group.host(), backend, c.group, bucket,
+                                              [&] { (void)time_op_shard(*heavy, training.precision, backend, threads, repeats); });
+    add.overlap.push_back(OverlapEntry{c.group, a.gpus, static_cast<double>(bucket), exposed});
+  }
 }
 
 struct Summary {
@@ -174,6 +204,9 @@ int profile_worker(const ProfileArgs& a, const WorkerPlace& place, std::ostream&
     }
   }
 
+  // The gradient buckets' all-reduce beside the backward, for each group size data parallelism uses.
+  if (world.host && !check_stop()) time_overlaps(g, cases, so.training, a, threads, db, group, *backend, add);
+
   // The optimizer step over one parameter, every kind.
   if (!check_stop()) {
     for (const char* kind : {"adam", "momentum", "sgd"}) {
@@ -220,6 +253,11 @@ int profile_worker(const ProfileArgs& a, const WorkerPlace& place, std::ostream&
   if (sum.ops_left) out << ", " << sum.ops_left << " left by --max-seconds (modelled)";
   out << "\ncomm     " << sum.collectives << " collectives timed, " << sum.collectives_had << " already in the profile\n";
   out << "optim    " << sum.optimizers << " optimizers timed\n";
+  for (const OverlapEntry& o : add.overlap) {
+    char line[128];
+    std::snprintf(line, sizeof line, "%.2f of a gradient bucket's all-reduce over %d exposed beside the backward", o.exposed, o.group);
+    out << "overlap  " << line << "\n";
+  }
   if (!add.executor.empty()) {
     char line[96];
     std::snprintf(line, sizeof line, "%.2f us around each kernel call", add.executor.front().per_call_s * 1e6);

@@ -48,4 +48,34 @@ std::pair<double, double> time_collective(comm::Communicator& tensors, comm::Com
   return {static_cast<double>(piece * n * 4), slowest(host, times[times.size() / 2])};
 }
 
+double exposed_all_reduce(comm::Communicator& tensors, comm::Communicator& host, runtime::Backend& backend, int n, int64_t bytes,
+                          const std::function<void()>& compute) {
+  TO_CHECK(n >= 2 && tensors.size() % n == 0);
+  comm::Group group;
+  const int first = tensors.rank() / n * n;
+  for (int r = first; r < first + n; ++r) group.ranks.push_back(r);
+  runtime::Array buf(DType::F32, {std::max<int64_t>(bytes / 4, n)}, backend.allocator(), runtime::MemoryKind::Transients);
+  backend.fill(buf, 1.0);
+  auto clock = [&](const std::function<void()>& f) {
+    std::vector<double> t;
+    for (int k = 0; k < 4; ++k) {
+      host.barrier(host.world());
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      backend.synchronize();
+      if (k > 0) t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(t.begin(), t.end());
+    return slowest(host, t[t.size() / 2]);
+  };
+  const double alone = clock(compute);
+  const double reduce = clock([&] { tensors.all_reduce(buf.raw(), buf.numel(), DType::F32, group); });
+  const double both = clock([&] {
+    std::unique_ptr<comm::Pending> p = tensors.all_reduce_async(buf.raw(), buf.numel(), DType::F32, group);
+    compute();
+    p->wait();
+  });
+  return reduce > 0 ? std::max(both - alone, 0.0) / reduce : 1.0;
+}
+
 }  // namespace tensoropt::profiler

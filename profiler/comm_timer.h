@@ -10,6 +10,7 @@
 // Errors: CommError. Not thread-safe.
 #pragma once
 
+#include <functional>
 #include <utility>
 
 #include "launcher/comm/communicator.h"
@@ -24,6 +25,14 @@ namespace tensoropt::profiler {
 // seconds.
 std::pair<double, double> time_collective(comm::Communicator& tensors, comm::Communicator& host, runtime::Backend& backend, planner::StepKind kind,
                        int group, int64_t bytes, int calls);
+
+// The exposed share of an all-reduce of `bytes` over every group of `group` consecutive ranks
+// when it runs beside `compute` (as the runtime runs a gradient bucket's beside the backward): each
+// rank runs `compute` alone, the all-reduce alone, then starts the all-reduce asynchronously, runs
+// `compute` and waits; exposed = (that - compute alone) / all-reduce alone, each the median of 3
+// and the slowest rank's, at least 0. A collective (every rank calls it alike).
+double exposed_all_reduce(comm::Communicator& tensors, comm::Communicator& host, runtime::Backend& backend, int group, int64_t bytes,
+                          const std::function<void()>& compute);
 
 // The slowest rank's value of `seconds` (a host all-gather over the world): every rank gets it.
 double slowest(comm::Communicator& host, double seconds);

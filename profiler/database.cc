@@ -67,6 +67,7 @@ auto op_key(const OpEntry& e) { return std::tie(e.signature, e.workers, e.thread
 auto collective_key(const CollectiveEntry& e) { return std::tie(e.kind, e.level, e.group, e.workers); }
 auto optimizer_key(const OptimizerEntry& e) { return std::tie(e.kind, e.dtype, e.workers, e.threads); }
 auto executor_key(const ExecutorEntry& e) { return std::tie(e.dtype, e.workers, e.threads); }
+auto overlap_key(const OverlapEntry& e) { return std::tie(e.group, e.workers); }
 
 template <typename T, typename K>
 void merge_into(std::vector<T>& into, const std::vector<T>& add, K key) {
@@ -175,6 +176,16 @@ ProfileDb read_profile(const std::string& path) {
     e.steps = count(xs[i], "steps", w, 1);
     db.executor.push_back(std::move(e));
   }
+  const auto& vs = list("overlap");
+  for (size_t i = 0; i < vs.size(); ++i) {
+    const std::string w = path + ": overlap[" + std::to_string(i) + "]";
+    OverlapEntry e;
+    e.group = count(vs[i], "group", w, 2);
+    e.workers = count(vs[i], "workers", w, e.group);
+    e.bytes = seconds(vs[i], "bytes", w);
+    e.exposed = seconds(vs[i], "exposed", w);
+    db.overlap.push_back(e);
+  }
   return db;
 }
 
@@ -212,6 +223,10 @@ void write_profile(ProfileDb db, const std::string& path) {
   j["executor"] = ordered_json::array();
   for (const ExecutorEntry& e : db.executor)
     j["executor"].push_back({{"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads}, {"per_call_s", e.per_call_s}, {"steps", e.steps}});
+  std::sort(db.overlap.begin(), db.overlap.end(), [](const OverlapEntry& a, const OverlapEntry& b) { return overlap_key(a) < overlap_key(b); });
+  j["overlap"] = ordered_json::array();
+  for (const OverlapEntry& e : db.overlap)
+    j["overlap"].push_back({{"group", e.group}, {"workers", e.workers}, {"bytes", e.bytes}, {"exposed", e.exposed}});
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp);
@@ -227,6 +242,7 @@ void merge_profile(ProfileDb& into, const ProfileDb& add) {
   merge_into(into.collectives, add.collectives, collective_key);
   merge_into(into.optimizer, add.optimizer, optimizer_key);
   merge_into(into.executor, add.executor, executor_key);
+  merge_into(into.overlap, add.overlap, overlap_key);
 }
 
 std::pair<double, double> fit_line(const Points& p) {

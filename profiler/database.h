@@ -62,12 +62,22 @@ struct ExecutorEntry {
   int steps = 0;
 };
 
+// How much of a gradient bucket's all-reduce a step still waits for when it runs beside the
+// backward (as the runtime runs it): (time of a backward op's calls with the all-reduce started
+// beside them - the same calls alone) / the all-reduce alone, at one bucket's bytes.
+struct OverlapEntry {
+  int group = 2, workers = 2;
+  double bytes = 0;
+  double exposed = 1;
+};
+
 struct ProfileDb {
   DeviceId device;
   std::vector<OpEntry> ops;
   std::vector<CollectiveEntry> collectives;
   std::vector<OptimizerEntry> optimizer;
   std::vector<ExecutorEntry> executor;
+  std::vector<OverlapEntry> overlap;
 };
 
 ProfileDb read_profile(const std::string& path);

@@ -132,6 +132,8 @@ ProfileCosts profile_costs(const std::optional<std::string>& path, const planner
         if (!kind || !fits(e.workers, workers)) continue;
         (e.level == "inter" ? inter : intra)->add(*kind, e.group, e.points);
       }
+      for (const OverlapEntry& e : db.overlap)
+        if (fits(e.workers, workers)) intra->set_exposed(e.group, e.exposed);
       pc.cluster.intra_node.measured = intra;
       pc.cluster.inter_node.measured = inter;
       pc.profiled = std::make_shared<ProfiledCompute>(db, *path, pc.cluster, precision, workers, threads);

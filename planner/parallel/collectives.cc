@@ -75,6 +75,17 @@ MeasuredCollectives::Counts MeasuredCollectives::counts() const {
   return c;
 }
 
+void MeasuredCollectives::set_exposed(int n, double exposed) {
+  TO_CHECK(n >= 2 && exposed >= 0);
+  exposed_[n] = exposed;
+}
+
+std::optional<double> MeasuredCollectives::exposed(int n) const {
+  auto it = exposed_.find(n);
+  if (it == exposed_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::map<std::pair<StepKind, int>, double> MeasuredCollectives::asked() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::pair<StepKind, int>, double> out;
@@ -109,6 +120,8 @@ double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucke
   const double bucket = std::max(bytes, bucket_bytes);  // the collective the gradient travels in
   const int n = step.group_size;
   std::optional<double> whole = ax.link.measured ? ax.link.measured->time(step.kind, n, bucket) : std::nullopt;
+  if (whole && step.kind == StepKind::AllReduce)
+    if (const std::optional<double> exposed = ax.link.measured->exposed(n)) *whole *= *exposed;
   if (!whole) whole = step.kind == StepKind::AllReduce ? ring_all_reduce_time(bucket, n, ax.link) : collective_time(step.kind, bucket, n, ax.link);
   return bytes / bucket * *whole;
 }

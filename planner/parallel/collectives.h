@@ -57,9 +57,16 @@ class MeasuredCollectives {
   Counts counts() const;
   // Every (kind, group size) asked for, with the largest size asked (what a profile must time).
   std::map<std::pair<StepKind, int>, double> asked() const;
+  // The share of a gradient bucket's all-reduce over n devices that a step still waits for when
+  // the runtime overlaps it with the backward (measured: 0 when the backward hides it all, above 1
+  // when running beside the backward slows both); bucketed_step_time multiplies by it.
+  // REQUIRES: n >= 2, exposed >= 0.
+  void set_exposed(int n, double exposed);
+  std::optional<double> exposed(int n) const;
 
  private:
   std::map<std::pair<int, int>, Points> points_;
+  std::map<int, double> exposed_;
   mutable std::mutex mu_;
   mutable std::map<std::pair<int, int>, double> asked_;
 };
@@ -81,10 +88,10 @@ double step_time(const Step& step, const DeviceMesh& mesh);
 // bucket_cap_mb, 25 MiB by default) and run one collective per bucket, a ring one (NCCL runs
 // messages this large as rings), so a parameter pays its byte share of its bucket's collective:
 //   bytes / B * time(B),  B = max(bytes, bucket_bytes), all-reduce as a ring
-// (a parameter bigger than a bucket is one of its own). A bucketed all-reduce therefore costs
-// exactly a bucketed reduce-scatter plus a bucketed all-gather, and ZeRO-2 moves what data
-// parallelism moves. A sum over parameters of these is the bucketed total for full buckets;
-// additive, so FT stays exact.
+// (a parameter bigger than a bucket is one of its own). A sum over parameters of these is the
+// bucketed total for full buckets; additive, so FT stays exact. With a measured all-reduce on the
+// link, its points price the bucket, times the exposed share measured for the group size (the
+// runtime overlaps bucket all-reduces with the backward) where the profile has one.
 inline constexpr double kGradientBucketBytes = 25.0 * 1024 * 1024;
 double bucketed_step_time(const Step& step, const DeviceMesh& mesh, double bucket_bytes = kGradientBucketBytes);
 // The sum over the plan's steps. REQUIRES: `plan` came from redistribute (or backward_plan) on `mesh`.

@@ -48,6 +48,10 @@ TEST_CASE("profile: times a model's op shards and collectives for N workers, reu
   for (const auto& c : j.at("collectives")) all_reduce = all_reduce || (c.at("kind") == "all_reduce" && c.at("group") == 2);
   CHECK(all_reduce);
   for (const auto& o : j.at("ops")) CHECK(o.at("workers") == 2);
+  REQUIRE(j.at("overlap").size() == 1);  // the gradient buckets' all-reduce over the two workers
+  CHECK(j.at("overlap")[0].at("group") == 2);
+  CHECK(j.at("overlap")[0].at("exposed").get<double>() >= 0);
+  CHECK(has(made.out, "overlap  "));
 
   // Again: everything is there already.
   const CliResult again = run_cli("profile " + kGpt + " --gpus 2 --batch 4 --repeats 3 -o " + db);

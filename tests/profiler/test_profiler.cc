@@ -44,6 +44,7 @@ ProfileDb sample_db() {
   db.ops.push_back(OpEntry{"Relu", "Relu||float32[4,16]|float32[4,16]|grad 1", 1, 2, 1e-6, 2e-6, 9});
   db.collectives.push_back(CollectiveEntry{"all_reduce", "intra", 2, 2, {{4, 1e-4}, {1024, 1e-4}, {1 << 20, 1.1e-3}}, 1e-4, 1e9});
   db.optimizer.push_back(OptimizerEntry{"adam", "fp32", 1, 2, {{1024, 2e-6}, {4096, 5e-6}}, 1e-6, 1e-9});
+  db.overlap.push_back(OverlapEntry{2, 2, 1 << 20, 0.25});
   return db;
 }
 
@@ -60,6 +61,8 @@ TEST_CASE("profile database: written and read back field for field, and sorted")
   REQUIRE(back.collectives.size() == 1);
   CHECK(back.collectives[0].points == db.collectives[0].points);
   CHECK(back.optimizer[0].per_byte_s == 1e-9);
+  REQUIRE(back.overlap.size() == 1);
+  CHECK(back.overlap[0].exposed == 0.25);
   std::filesystem::remove(path);
 }
 
@@ -106,6 +109,22 @@ TEST_CASE("measured collectives: interpolated between points, the first below, t
   CHECK(c.measured == 1);
   CHECK(c.modelled == 2);
   CHECK(m.asked().at({planner::StepKind::AllReduce, 2}) == 19000);
+  // A gradient bucket's all-reduce is charged its exposed share where one was measured.
+  planner::Cluster cpu = planner::load_cluster("cpu");
+  auto ar = std::make_shared<planner::MeasuredCollectives>();
+  ar->add(planner::StepKind::AllReduce, 2, {{1 << 20, 1e-3}, {1 << 26, 4e-2}});
+  cpu.intra_node.measured = ar;
+  const planner::DeviceMesh mesh = planner::DeviceMesh::with_shape(cpu, {2});
+  planner::Step step;
+  step.kind = planner::StepKind::AllReduce;
+  step.mesh_axis = 0;
+  step.group_size = 2;
+  step.bytes = 1 << 20;
+  const double whole = planner::bucketed_step_time(step, mesh, 1 << 20);
+  CHECK(whole == doctest::Approx(1e-3));
+  ar->set_exposed(2, 0.25);
+  CHECK(planner::bucketed_step_time(step, mesh, 1 << 20) == doctest::Approx(0.25e-3));
+  CHECK(planner::step_time(step, mesh) == doctest::Approx(1e-3));  // a blocking all-reduce is not overlapped
   // Times never fall as sizes grow: a dip in the measurements is flattened.
   planner::MeasuredCollectives dip;
   dip.add(planner::StepKind::AllGather, 2, {{100, 2e-4}, {1000, 1e-4}});
