@@ -42,16 +42,12 @@ Array stand_in(const Tensor& x, const Shape& shape, DType store, runtime::Backen
   return s;
 }
 
-// One call's time on the backend's kernel timer: the host clock on CPU, CUDA events on the GPU's
-// stream (kernel.h KernelTimer).
-template <typename F>
-double timed(runtime::KernelTimer& timer, F&& f) {
-  timer.reset();
-  timer.begin("call");
-  f();
-  timer.end();
+// What the kernel timer recorded since its last reset: the host clock on CPU, CUDA events on the
+// GPU's stream (kernel.h KernelTimer).
+double recorded(runtime::KernelTimer& timer) {
   double s = 0;
   for (const runtime::KernelTimer::Row& r : timer.report()) s += r.seconds;
+  timer.reset();
   return s;
 }
 
@@ -87,9 +83,10 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
     const Tensor& x = g.tensors[static_cast<size_t>(t)];
     specs[o] = runtime::OutputSpec{true, w.local_outputs[o], runtime::runtime_dtype(x), store(x), MemoryKind::Activations};
   }
-  runtime::StepContext ctx{&backend.allocator(), true, 1, 1, std::max(threads, 1), nullptr};
   const int calls = std::max(repeats, 1) + 2;
   const std::unique_ptr<runtime::KernelTimer> timer = backend.kernel_timer();
+  // forward_call times the kernel itself on ctx.timer, as in a step under run --kernel-times.
+  runtime::StepContext ctx{&backend.allocator(), true, 1, 1, std::max(threads, 1), timer.get()};
 
   OpTiming out;
   std::vector<double> fwd, bwd;
@@ -98,7 +95,9 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
   for (int r = 0; r < calls; ++r) {
     state = {};
     outputs.clear();
-    const double s = timed(*timer, [&] { outputs = runtime::forward_call(backend, *kernel, n, 0, in, specs, state, ctx, &shard, nullptr); });
+    timer->reset();
+    outputs = runtime::forward_call(backend, *kernel, n, 0, in, specs, state, ctx, &shard, nullptr);
+    const double s = recorded(*timer);
     if (r >= 2) fwd.push_back(s);
   }
   out.forward_s = median(fwd);
@@ -116,7 +115,7 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
     dout[o] = &douts[o];
   }
   for (int r = 0; r < calls; ++r) {
-    const double s = timed(*timer, [&] {
+    {
       runtime::Float32Args f32(backend, n.inputs.size() + 2 * n.outputs.size(), kernel->takes_bf16);
       std::vector<const Array*> gi, go, gd;
       for (const Array* a : in) gi.push_back(f32(a));
@@ -130,8 +129,12 @@ OpTiming time_op_shard(const planner::ShardWork& w, planner::Precision precision
                         MemoryKind::Transients);
         din[q] = &dins[q];
       }
+      timer->reset();
+      timer->begin("backward");
       kernel->backward(runtime::GradCall{n, 0, gi, go, gd, din, w.local_inputs, state, ctx, &shard});
-    });
+      timer->end();
+    }
+    const double s = recorded(*timer);
     if (r >= 2) bwd.push_back(s);
   }
   out.backward_s = median(bwd);

@@ -2,7 +2,8 @@
 // training steps of the model (forward, loss, backward; no optimizer) with the kernel timer on;
 // the step's time less its kernels' time, over the kernel calls, is the time each call costs
 // beyond its kernel (values and gradients kept and freed, gradients summed where a tensor has
-// several readers, the loss). The median over the steps after the first.
+// several readers, the loss). The median over the steps after the first: `steps` of them, or as
+// many as half a second holds (at most 50) when steps are short.
 // Errors: InputError for a model the runtime refuses (with cross-entropy and with MSE alike);
 // OutOfMemory. Not thread-safe.
 #pragma once
