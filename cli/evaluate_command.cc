@@ -156,7 +156,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err)
   const Evaluation e{stored, space, std::move(assignment), cost, b, s.batch, matches, costs.source};
   if (args.json) print_json(e, out);
   else print_text(e, out);
-  if (costs.profiled && !args.json) out << "costs     " << counts_text(costs) << "\n";
+  if (costs.profiled && !args.json) out << "costs     " << costs.counts_text() << "\n";
   return 0;
 }
 

@@ -286,7 +286,7 @@ std::vector<GpuPlan> plan_counts(const PlanArgs& args, const std::vector<int>& c
     if (args.baselines) gp.baselines = find_baselines(graph, costs.cluster, gpus, compute, options);
     print_frontier(gp, settings.batch, args.rows, settings.epsilon, text);
     if (costs.profiled) {
-      text << "costs    " << counts_text(costs) << "\n\n";
+      text << "costs    " << costs.counts_text() << "\n\n";
       const profiler::TermCounts n = costs.counts();
       measured += n.measured;
       modelled += n.modelled;

@@ -1,7 +1,5 @@
 #include "cli/profile_use.h"
 
-#include <ostream>
-
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/settings.h"
 #include "profiler/device_id.h"
@@ -14,13 +12,7 @@ profiler::ProfileCosts cli_costs(const std::optional<std::string>& profile, cons
   std::optional<profiler::DeviceId> here;
   if (profile && cpu) here = profiler::device_id(*runtime::make_backend("cpu", runtime::BackendOptions{1, 0}));
   const int threads = cpu ? kernel_threads(TrainSettings{}, gpus) : 0;
-  profiler::ProfileCosts c = profiler::profile_costs(profile, cluster, precision, cpu ? gpus : 0, threads, here ? &*here : nullptr);
-  return c;
-}
-
-std::string counts_text(const profiler::ProfileCosts& c) {
-  const profiler::TermCounts n = c.counts();
-  return "measured " + std::to_string(n.measured) + " terms, modelled " + std::to_string(n.modelled) + " (" + c.source + ")";
+  return profiler::profile_costs(profile, cluster, precision, cpu ? gpus : 0, threads, here ? &*here : nullptr);
 }
 
 }  // namespace tensoropt::cli

@@ -18,7 +18,4 @@ namespace tensoropt::cli {
 profiler::ProfileCosts cli_costs(const std::optional<std::string>& profile, const planner::Cluster& cluster, planner::Precision precision,
                                  int gpus);
 
-// "measured 812 terms, modelled 14 (profile FILE)", for the output under a frontier.
-std::string counts_text(const profiler::ProfileCosts& costs);
-
 }  // namespace tensoropt::cli

@@ -70,6 +70,11 @@ auto executor_key(const ExecutorEntry& e) { return std::tie(e.dtype, e.workers, 
 auto overlap_key(const OverlapEntry& e) { return std::tie(e.group, e.workers); }
 
 template <typename T, typename K>
+void sort_by(std::vector<T>& v, K key) {
+  std::sort(v.begin(), v.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
+}
+
+template <typename T, typename K>
 void merge_into(std::vector<T>& into, const std::vector<T>& add, K key) {
   for (const T& e : add) {
     auto it = std::find_if(into.begin(), into.end(), [&](const T& x) { return key(x) == key(e); });
@@ -117,84 +122,75 @@ ProfileDb read_profile(const std::string& path) {
     if (!it.value().is_string()) bad(dw + ": facts: " + it.key(), "must be a string");
     db.device.facts[it.key()] = it.value().get<std::string>();
   }
-  auto list = [&](const char* key) -> const ordered_json& {
+  // Each list's entries, read by `read` with the entry and where it is ("FILE: ops[3]").
+  auto entries = [&](const char* key, const auto& read) {
     const auto& v = field(j, key, path);
     if (!v.is_array()) bad(path + ": " + key, "must be a list");
-    return v;
+    for (size_t i = 0; i < v.size(); ++i) read(v[i], path + ": " + key + "[" + std::to_string(i) + "]");
   };
-  const auto& ops = list("ops");
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const std::string w = path + ": ops[" + std::to_string(i) + "]";
+  entries("ops", [&](const ordered_json& x, const std::string& w) {
     OpEntry e;
-    e.op = text(ops[i], "op", w);
-    e.signature = text(ops[i], "signature", w);
+    e.op = text(x, "op", w);
+    e.signature = text(x, "signature", w);
     if (e.signature.rfind(e.op + "|", 0) != 0) bad(w + ": signature", "does not begin with its op '" + e.op + "|'");
-    e.workers = count(ops[i], "workers", w, 1);
-    e.threads = count(ops[i], "threads", w, 0);
-    e.forward_s = seconds(ops[i], "forward_s", w);
-    e.backward_s = seconds(ops[i], "backward_s", w);
-    e.repeats = count(ops[i], "repeats", w, 1);
+    e.workers = count(x, "workers", w, 1);
+    e.threads = count(x, "threads", w, 0);
+    e.forward_s = seconds(x, "forward_s", w);
+    e.backward_s = seconds(x, "backward_s", w);
+    e.repeats = count(x, "repeats", w, 1);
     db.ops.push_back(std::move(e));
-  }
-  const auto& cs = list("collectives");
-  for (size_t i = 0; i < cs.size(); ++i) {
-    const std::string w = path + ": collectives[" + std::to_string(i) + "]";
+  });
+  entries("collectives", [&](const ordered_json& x, const std::string& w) {
     CollectiveEntry e;
-    e.kind = text(cs[i], "kind", w);
+    e.kind = text(x, "kind", w);
     if (e.kind != "all_reduce" && e.kind != "all_gather" && e.kind != "reduce_scatter" && e.kind != "all_to_all")
       bad(w + ": kind", "'" + e.kind + "' is not all_reduce, all_gather, reduce_scatter or all_to_all");
-    e.level = text(cs[i], "level", w);
+    e.level = text(x, "level", w);
     if (e.level != "intra" && e.level != "inter") bad(w + ": level", "must be \"intra\" or \"inter\"");
-    e.group = count(cs[i], "group", w, 2);
-    e.workers = count(cs[i], "workers", w, e.group);
-    e.points = points(cs[i], w);
-    e.latency_s = seconds(cs[i], "latency_s", w);
-    e.bandwidth_Bps = seconds(cs[i], "bandwidth_Bps", w);
+    e.group = count(x, "group", w, 2);
+    e.workers = count(x, "workers", w, e.group);
+    e.points = points(x, w);
+    e.latency_s = seconds(x, "latency_s", w);
+    e.bandwidth_Bps = seconds(x, "bandwidth_Bps", w);
     db.collectives.push_back(std::move(e));
-  }
-  const auto& os = list("optimizer");
-  for (size_t i = 0; i < os.size(); ++i) {
-    const std::string w = path + ": optimizer[" + std::to_string(i) + "]";
+  });
+  entries("optimizer", [&](const ordered_json& x, const std::string& w) {
     OptimizerEntry e;
-    e.kind = text(os[i], "kind", w);
-    e.dtype = text(os[i], "dtype", w);
-    e.workers = count(os[i], "workers", w, 1);
-    e.threads = count(os[i], "threads", w, 0);
-    e.points = points(os[i], w);
-    e.fixed_s = seconds(os[i], "fixed_s", w);
-    e.per_byte_s = seconds(os[i], "per_byte_s", w);
+    e.kind = text(x, "kind", w);
+    e.dtype = text(x, "dtype", w);
+    e.workers = count(x, "workers", w, 1);
+    e.threads = count(x, "threads", w, 0);
+    e.points = points(x, w);
+    e.fixed_s = seconds(x, "fixed_s", w);
+    e.per_byte_s = seconds(x, "per_byte_s", w);
     db.optimizer.push_back(std::move(e));
-  }
-  const auto& xs = list("executor");
-  for (size_t i = 0; i < xs.size(); ++i) {
-    const std::string w = path + ": executor[" + std::to_string(i) + "]";
+  });
+  entries("executor", [&](const ordered_json& x, const std::string& w) {
     ExecutorEntry e;
-    e.dtype = text(xs[i], "dtype", w);
-    e.workers = count(xs[i], "workers", w, 1);
-    e.threads = count(xs[i], "threads", w, 0);
-    e.per_call_s = seconds(xs[i], "per_call_s", w);
-    e.steps = count(xs[i], "steps", w, 1);
+    e.dtype = text(x, "dtype", w);
+    e.workers = count(x, "workers", w, 1);
+    e.threads = count(x, "threads", w, 0);
+    e.per_call_s = seconds(x, "per_call_s", w);
+    e.steps = count(x, "steps", w, 1);
     db.executor.push_back(std::move(e));
-  }
-  const auto& vs = list("overlap");
-  for (size_t i = 0; i < vs.size(); ++i) {
-    const std::string w = path + ": overlap[" + std::to_string(i) + "]";
+  });
+  entries("overlap", [&](const ordered_json& x, const std::string& w) {
     OverlapEntry e;
-    e.group = count(vs[i], "group", w, 2);
-    e.workers = count(vs[i], "workers", w, e.group);
-    e.bytes = seconds(vs[i], "bytes", w);
-    e.exposed = seconds(vs[i], "exposed", w);
+    e.group = count(x, "group", w, 2);
+    e.workers = count(x, "workers", w, e.group);
+    e.bytes = seconds(x, "bytes", w);
+    e.exposed = seconds(x, "exposed", w);
     db.overlap.push_back(e);
-  }
+  });
   return db;
 }
 
 void write_profile(ProfileDb db, const std::string& path) {
-  std::sort(db.ops.begin(), db.ops.end(), [](const OpEntry& a, const OpEntry& b) { return op_key(a) < op_key(b); });
-  std::sort(db.collectives.begin(), db.collectives.end(),
-            [](const CollectiveEntry& a, const CollectiveEntry& b) { return collective_key(a) < collective_key(b); });
-  std::sort(db.optimizer.begin(), db.optimizer.end(),
-            [](const OptimizerEntry& a, const OptimizerEntry& b) { return optimizer_key(a) < optimizer_key(b); });
+  sort_by(db.ops, op_key);
+  sort_by(db.collectives, collective_key);
+  sort_by(db.optimizer, optimizer_key);
+  sort_by(db.executor, executor_key);
+  sort_by(db.overlap, overlap_key);
   ordered_json j;
   j["format"] = "tensoropt-profile";
   j["version"] = kProfileVersion;
@@ -218,12 +214,9 @@ void write_profile(ProfileDb db, const std::string& path) {
   for (const OptimizerEntry& e : db.optimizer)
     j["optimizer"].push_back({{"kind", e.kind}, {"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads},
                               {"points", points_json(e.points)}, {"fixed_s", e.fixed_s}, {"per_byte_s", e.per_byte_s}});
-  std::sort(db.executor.begin(), db.executor.end(),
-            [](const ExecutorEntry& a, const ExecutorEntry& b) { return executor_key(a) < executor_key(b); });
   j["executor"] = ordered_json::array();
   for (const ExecutorEntry& e : db.executor)
     j["executor"].push_back({{"dtype", e.dtype}, {"workers", e.workers}, {"threads", e.threads}, {"per_call_s", e.per_call_s}, {"steps", e.steps}});
-  std::sort(db.overlap.begin(), db.overlap.end(), [](const OverlapEntry& a, const OverlapEntry& b) { return overlap_key(a) < overlap_key(b); });
   j["overlap"] = ordered_json::array();
   for (const OverlapEntry& e : db.overlap)
     j["overlap"].push_back({{"group", e.group}, {"workers", e.workers}, {"bytes", e.bytes}, {"exposed", e.exposed}});

@@ -44,16 +44,8 @@ DeviceId device_id(const runtime::Backend& backend) {
 #ifdef TENSOROPT_HAVE_CUDA
   std::string why;
   if (const TensoroptCudaModule* module = runtime::cuda::load_module(&why)) {
-    const std::string text = runtime::cuda::describe(*module);
-    size_t at = 0;
-    while (at < text.size()) {
-      size_t end = text.find('\n', at);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(at, end - at);
-      at = end + 1;
-      const size_t colon = line.find(": ");
-      if (colon != std::string::npos && line.find("version") != std::string::npos) id.facts[line.substr(0, colon)] = line.substr(colon + 2);
-    }
+    for (const auto& [k, v] : runtime::facts_from_lines(runtime::cuda::describe(*module)).fields)
+      if (k.find("version") != std::string::npos || v.find("version") != std::string::npos) id.facts[k] = v;
   }
 #endif
   if (id.units < 1) id.units = 1;

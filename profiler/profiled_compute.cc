@@ -98,6 +98,11 @@ TermCounts ProfileCosts::counts() const {
   return c;
 }
 
+std::string ProfileCosts::counts_text() const {
+  const TermCounts n = counts();
+  return "measured " + std::to_string(n.measured) + " terms, modelled " + std::to_string(n.modelled) + " (" + source + ")";
+}
+
 std::optional<std::string> profile_mismatch(const DeviceId& db, const DeviceId* here, const planner::Cluster& cluster) {
   const std::string made = "it was made on " + db.line();
   if (db.backend == "cpu" && !cluster.cpu_workers())

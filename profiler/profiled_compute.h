@@ -59,6 +59,8 @@ struct ProfileCosts {
   std::string source = "analytic";                   // "profile FILE" or "analytic"
   std::string warning;                               // why a given profile was not used
   TermCounts counts() const;                         // over everything priced so far
+  // "measured 812 terms, modelled 14 (profile FILE)", for the output beside a priced cost.
+  std::string counts_text() const;
 };
 
 // Why `db` does not apply: to `here` (the device a run trains on, or this machine's CPU for a CPU

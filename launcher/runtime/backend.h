@@ -35,6 +35,9 @@ struct DeviceFacts {
   std::string line;
   std::vector<std::pair<std::string, std::string>> fields;
 };
+// Facts from "key: value" lines (what the CUDA module's describe functions write), in order;
+// lines without ": " are skipped; `line` joins them as "key value, key value".
+DeviceFacts facts_from_lines(const std::string& text);
 
 // copy_slab's bytes: `rows` runs of `width` bytes, from src at `src_offset` with runs `src_pitch`
 // apart, to dst likewise. Checks copy_slab's REQUIRES (InternalError); rows or width 0: nothing.

@@ -156,6 +156,22 @@ std::vector<KernelTimer::Row> sorted_rows(const std::map<std::string, KernelTime
   return out;
 }
 
+DeviceFacts facts_from_lines(const std::string& text) {
+  DeviceFacts f;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(at, end - at);
+    at = end + 1;
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    f.fields.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+  }
+  for (const auto& [key, value] : f.fields) f.line += (f.line.empty() ? "" : ", ") + key + " " + value;
+  return f;
+}
+
 Slab slab_of(const Array& src, int dim, int64_t src_at, const Array& dst, int64_t dst_at, int64_t len) {
   TO_CHECK(src.dtype() == dst.dtype() && src.rank() == dst.rank() && dim >= 0 && dim < src.rank());
   int64_t outer = 1, inner = dtype_size(src.dtype());

@@ -29,11 +29,7 @@ profiler::ProfileCosts run_costs(const TrainSettings& s, planner::Precision prec
                                  here ? &*here : nullptr);
 }
 
-std::string costs_line(const profiler::ProfileCosts& c) {
-  if (!c.profiled) return "";
-  const profiler::TermCounts n = c.counts();
-  return "costs    measured " + std::to_string(n.measured) + " terms, modelled " + std::to_string(n.modelled) + " (" + c.source + ")\n";
-}
+std::string costs_line(const profiler::ProfileCosts& c) { return c.profiled ? "costs    " + c.counts_text() + "\n" : ""; }
 
 nlohmann::ordered_json report_costs(const profiler::ProfileCosts& c) {
   const profiler::TermCounts n = c.counts();

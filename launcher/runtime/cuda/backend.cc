@@ -73,20 +73,7 @@ CudaBackend::~CudaBackend() {
 }
 
 DeviceFacts CudaBackend::facts() const {
-  const std::string text = text_from([&](char* t, size_t size) { return driver_.describe(device_, t, size); });
-  DeviceFacts f;
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    const size_t colon = line.find(": ");
-    if (colon == std::string::npos) continue;
-    f.fields.emplace_back(line.substr(0, colon), line.substr(colon + 2));
-  }
-  for (const auto& [key, value] : f.fields) f.line += (f.line.empty() ? "" : ", ") + key + " " + value;
-  return f;
+  return facts_from_lines(text_from([&](char* t, size_t size) { return driver_.describe(device_, t, size); }));
 }
 
 const OpKernel* CudaBackend::kernel(std::string_view op_type) const {
