@@ -154,22 +154,6 @@ int carried_node(const EliminationOrder& order) {
   return *best >= kMinCarried ? static_cast<int>(best - count.begin()) : -1;
 }
 
-namespace {
-
-void add_stats(FtStats& total, const FtStats& s) {
-  total.width = std::max(total.width, s.width);
-  total.depth = std::max(total.depth, s.depth);
-  total.delta = std::max(total.delta, s.delta);
-  total.largest_factor_entries = std::max(total.largest_factor_entries, s.largest_factor_entries);
-  total.entry_evaluations += s.entry_evaluations;
-  total.largest_factor_points = std::max(total.largest_factor_points, s.largest_factor_points);
-  total.peak_bytes = std::max(total.peak_bytes, s.peak_bytes);
-  total.provenance_records += s.provenance_records;
-  total.parallel_steps += s.parallel_steps;
-  total.replayed_steps += s.replayed_steps;
-}
-
-}  // namespace
 
 FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -214,7 +198,7 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
     }
     ++solves;
     FtResult r = solve_ft(sub.problem, opt);
-    add_stats(out.stats, r.stats);
+    accumulate(out.stats, r.stats);
     ++out.stats.branches;
     for (FrontierPoint& p : r.points) {
       known.push_back(p.cost);

@@ -681,6 +681,19 @@ class Eliminator {
 
 }  // namespace
 
+void accumulate(FtStats& total, const FtStats& s) {
+  total.width = std::max(total.width, s.width);
+  total.depth = std::max(total.depth, s.depth);
+  total.delta = std::max(total.delta, s.delta);
+  total.largest_factor_entries = std::max(total.largest_factor_entries, s.largest_factor_entries);
+  total.entry_evaluations += s.entry_evaluations;
+  total.largest_factor_points = std::max(total.largest_factor_points, s.largest_factor_points);
+  total.peak_bytes = std::max(total.peak_bytes, s.peak_bytes);
+  total.provenance_records += s.provenance_records;
+  total.parallel_steps += s.parallel_steps;
+  total.replayed_steps += s.replayed_steps;
+}
+
 void validate_options(const FtOptions& options) {
   if (!std::isfinite(options.epsilon) || options.epsilon < 0) {
     throw std::invalid_argument("FT: epsilon must be finite and >= 0, got " +

@@ -144,6 +144,10 @@ struct FtStats {
   double seconds = 0;
 };
 
+// Adds a solve's stats to a total over several solves (branch.h, condition.h): sums of work, the
+// maxima of sizes. Leaves seconds, branches and branches_left_out to the caller.
+void accumulate(FtStats& total, const FtStats& s);
+
 struct FtResult {
   std::vector<FrontierPoint> points;  // time strictly ascending, memory strictly descending
   FtStats stats;

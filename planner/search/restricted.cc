@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "planner/baselines.h"
+#include "planner/ft/condition.h"
 #include "planner/search/merge.h"
 
 namespace tensoropt::planner {
@@ -18,6 +19,10 @@ constexpr double kMaxExactFactorEntries = 1 << 16;
 // Nor orders this wide: the work per elimination grows with the scope even where few
 // configurations are left (transformers and ResNets have width 2 or 3; DenseNet's blocks ~25).
 constexpr int kMaxExactWidth = 8;
+
+// Conditioning is tried on at most this many assignments of the fixed nodes (each one FT solve
+// of the narrowed space, most of them left out by the points found before).
+constexpr double kMaxBranches = 64;
 
 // One objective for a fastest strategy: time, with memory breaking near-ties (1 GiB weighs as
 // much as a microsecond), so a baseline does not keep copies it has no use for.
@@ -39,6 +44,30 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
 }
 
 bool tractable(const Problem& p) { return tractable(p, greedy_elimination_order(p)); }
+
+// A factor tractable() allows in an order of any width when it is small.
+bool scope_tractable(const Problem& p, const std::vector<int>& scope) {
+  double entries = 1;
+  for (int v : scope) entries *= p.num_configs(v);
+  return entries <= kMaxExactFactorEntries && (static_cast<int>(scope.size()) <= kMaxExactWidth || entries <= 64);
+}
+
+// The exact frontier of the restricted space by conditioning (planner/ft/condition.h), when a few
+// nodes fixed make it tractable; nullopt when that would take more than kMaxBranches solves.
+std::optional<FtResult> solve_conditioned(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
+                                          const FtOptions& ft, bool time_only) {
+  auto [sub, keep] = restricted_problem(space, allowed, time_only);
+  const auto fits = [](const Problem& p, const EliminationOrder& order) { return tractable(p, order); };
+  const std::optional<std::vector<int>> nodes = conditioning_nodes(sub, fits, scope_tractable, kMaxBranches);
+  if (!nodes) return std::nullopt;
+  FtOptions options = ft;
+  options.order = nullptr;
+  options.bounds = nullptr;
+  FtResult r = solve_ft_conditioned(sub, *nodes, options);
+  for (FrontierPoint& p : r.points)
+    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
+  return r;
+}
 
 // Configurations of variable v in a uniform family: data parallel (batch) or replicated. With
 // `strict`, a parameter keeps one: replicated, sharded by ZeRO-2 in the data-parallel family and
@@ -119,6 +148,7 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
   std::vector<FrontierPoint> all;
   FtStats stats;
   int restricted = 0;
+  bool solved = false;  // known costs may leave every point out: no point is still an answer
   for (bool batch : {true, false}) {
     const std::vector<std::vector<int>> narrowed = uniform_restriction(space, allowed, wide, batch, strict, restricted);
     try {
@@ -128,12 +158,13 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
       stats.peak_bytes = std::max(stats.peak_bytes, r.stats.peak_bytes);
       stats.width = std::max(stats.width, r.stats.width);
       for (FrontierPoint& q : r.points) all.push_back(std::move(q));
+      solved = true;
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const std::length_error&) {
     }
   }
-  if (all.empty()) return std::nullopt;
+  if (!solved) return std::nullopt;
   approximation = "approximate: " + std::to_string(restricted) +
                   " variables of densely connected regions restricted to uniform data-parallel or replicated strategies" +
                   (strict ? std::string(", their parameters replicated") : std::string());
@@ -174,6 +205,13 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
   } catch (const FtMemoryLimit&) {
     throw;  // restricting wide regions is for wide orders, not for big frontiers
   } catch (const std::length_error&) {
+    // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
+    try {
+      if (std::optional<FtResult> res = solve_conditioned(space, allowed, ft, time_only)) return std::move(*res);
+    } catch (const FtMemoryLimit&) {
+      throw;
+    } catch (const std::length_error&) {
+    }
     const std::vector<std::vector<int>> adj = neighbours(space.problem());
     std::vector<bool> wide(adj.size(), false);
     for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;

@@ -5,7 +5,9 @@
 // Wide regions. Densely connected graphs (DenseNet's concatenations: every layer's output read by
 // every later layer of its block) have elimination width ~20, beyond any exact factor. When the
 // elimination order is wider than 8 or promises a factor of more than 65,536 entries, or FT
-// refuses, the variables with more than 6 neighbours (then also their neighbours, then
+// refuses, the space is first conditioned on a few variables (planner/ft/condition.h: at most 64
+// assignments, each solved by FT; exact, MeshStats::approximation stays empty). When that would
+// take more, the variables with more than 6 neighbours (then also their neighbours, then
 // theirs) are restricted to uniform strategies, solved once with every such op data parallel and
 // every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
 // MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
