@@ -89,6 +89,21 @@ ModelBuilder& ModelBuilder::attr_f(const std::string& key, float v) {
   return *this;
 }
 
+ModelBuilder& ModelBuilder::attr_t(const std::string& key, const std::vector<int64_t>& shape, float fill) {
+  auto* a = model_.mutable_graph()->mutable_node(model_.graph().node_size() - 1)->add_attribute();
+  a->set_name(key);
+  a->set_type(onnx::AttributeProto::TENSOR);
+  onnx::TensorProto* t = a->mutable_t();
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    t->add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t->add_float_data(fill);
+  return *this;
+}
+
 ModelBuilder& ModelBuilder::attr_s(const std::string& key, const std::string& v) {
   auto* a = model_.mutable_graph()->mutable_node(model_.graph().node_size() - 1)->add_attribute();
   a->set_name(key);

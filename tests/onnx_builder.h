@@ -1,5 +1,5 @@
 // Builds small ONNX models in memory for tests: typed inputs (-1 = dynamic dim), int64 and
-// float initializers, nodes with int/ints/float/string attributes, outputs.
+// float initializers, nodes with int/ints/float/string/float-tensor attributes, outputs.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +24,8 @@ class ModelBuilder {
   ModelBuilder& attr(const std::string& key, const std::vector<int64_t>& v);
   ModelBuilder& attr_f(const std::string& key, float v);
   ModelBuilder& attr_s(const std::string& key, const std::string& v);
+  // A float tensor attribute of this shape, every element `fill` (a Constant's "value").
+  ModelBuilder& attr_t(const std::string& key, const std::vector<int64_t>& shape, float fill);
   ModelBuilder& output(const std::string& name);
   std::string bytes() const;
 

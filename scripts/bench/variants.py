@@ -95,8 +95,11 @@ VARIANTS = {
                              "eval", ["8/8", "8/64"]),
     # torchvision CNNs
     "resnet101": ("cnn", dict(arch="resnet101"), "train", EXACT),
-    "efficientnet_b0": ("cnn", dict(arch="efficientnet_b0"), "train", ["8/8", "8/64"]),
-    "convnext_tiny": ("cnn", dict(arch="convnext_tiny"), "train", ["8/8", "8/64"]),
+    # stochastic depth off: the exporter cannot export its Bernoulli in training mode
+    "efficientnet_b0": ("cnn", dict(arch="efficientnet_b0", stochastic_depth_prob=0.0), "train",
+                        ["8/8", "8/64"]),
+    "convnext_tiny": ("cnn", dict(arch="convnext_tiny", stochastic_depth_prob=0.0), "train",
+                      ["8/8", "8/64"]),
     "mobilenet_v3_small_eval_fresh": ("cnn", dict(arch="mobilenet_v3_small", fresh=True),
                                       "eval", ["8/8", "8/64"]),
     "densenet121_eval": ("cnn", dict(arch="densenet121"), "eval", ["8/8", "8/64"]),
@@ -283,7 +286,7 @@ def builders():
             super().__init__()
             d = c["d"]
             self.word, self.pos = nn.Embedding(c["vocab"], d), nn.Embedding(c["ctx"], d)
-            self.type = nn.Embedding(c["types"], d)
+            self.token_type = nn.Embedding(c["types"], d)
             self.ln, self.drop = nn.LayerNorm(d, eps=1e-12), nn.Dropout(0.1)
             self.layers = nn.ModuleList(BertLayer(c) for _ in range(c["layers"]))
             self.pool = nn.Linear(d, d)
@@ -291,7 +294,7 @@ def builders():
 
         def forward(self, ids, types):
             pos = torch.arange(ids.shape[1], device=ids.device).unsqueeze(0)
-            x = self.drop(self.ln(self.word(ids) + self.pos(pos) + self.type(types)))
+            x = self.drop(self.ln(self.word(ids) + self.pos(pos) + self.token_type(types)))
             for layer in self.layers:
                 x = layer(x)
             return self.cls(torch.tanh(self.pool(x[:, 0])))
@@ -388,7 +391,7 @@ def builders():
 
     def cnn(c):
         import torchvision.models as tvm
-        return getattr(tvm, c["arch"])()
+        return getattr(tvm, c["arch"])(**{k: x for k, x in c.items() if k not in ("arch", "fresh")})
 
     long_ = torch.long
     return {
@@ -465,14 +468,23 @@ def main():
     if not a.out:
         ap.error("--out DIR, --list or --describe")
     os.makedirs(a.out, exist_ok=True)
+    failed = []
     for n in names:
         path = os.path.join(a.out, n + ".onnx")
         if os.path.exists(path):
             continue
         print(f"variants: exporting {n}", file=sys.stderr, flush=True)
-        params = export(n, a.out)
+        try:
+            params = export(n, a.out)
+        except Exception as e:  # one variant the exporter refuses does not stop the others
+            print(f"variants: {n}: export failed: {type(e).__name__}: {str(e)[:300]}",
+                  file=sys.stderr, flush=True)
+            failed.append(n)
+            continue
         print(f"variants: {n}: {params / 1e6:.0f}M parameters", file=sys.stderr, flush=True)
-    return 0
+    if failed:
+        print(f"variants: {len(failed)} failed: {' '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -247,6 +247,33 @@ TEST_CASE("strategy space: parameters below param_persistence are stored whole, 
   }
 }
 
+TEST_CASE("strategy space: a constant read by several ops is stored whole, and each reader slices it for free") {
+  // Two "layers" add one pooled constant (a mask, as exporters pool equal constants) to their
+  // scores; the layers are split along the mask's axes in some strategies. The mask is larger
+  // than the importer folds into a constant tensor (kMaxFoldElements), so it stays a node.
+  test::ModelBuilder b;
+  b.input("x", {-1, 512, 16}).input("w1", {16, 256}).input("w2", {256, 16});
+  b.node("Constant", {}, {"mask"}).attr_t("value", {512, 256}, -1.0f);
+  b.node("MatMul", {"x", "w1"}, {"s1"}).node("Add", {"s1", "mask"}, {"a1"}).node("Relu", {"a1"}, {"h1"});
+  b.node("MatMul", {"h1", "w2"}, {"s2"}).node("MatMul", {"s2", "w1"}, {"s3"});
+  b.node("Add", {"s3", "mask"}, {"a2"}).output("a2");
+  Graph g = import_onnx_bytes(b.bytes(), "mask.onnx", {.batch = 4});
+  AnalyticCompute compute(kH100, Precision::Fp32);
+  for (std::vector<int> shape : {std::vector<int>{4}, std::vector<int>{2, 2}}) {
+    StrategySpace space(g, DeviceMesh::with_shape(kH100, shape), compute, SpaceOptions{});
+    const int mask = space.find_variable("tensor:mask");
+    REQUIRE(mask >= 0);
+    const Variable& v = space.variables()[static_cast<size_t>(mask)];
+    REQUIRE(v.configs.size() == 1);
+    for (const Placement& p : v.configs[0].layout.placements()) CHECK(p.is_replicate());
+    // Both adds read it, one configuration: it joins nothing, and FT solves the space.
+    int readers = 0;
+    for (const Link& l : space.links()) readers += l.from == mask;
+    CHECK(readers == 2);
+    CHECK_FALSE(solve_ft(space.problem()).points.empty());
+  }
+}
+
 TEST_CASE("strategy space: ZeRO-2 holds less than data parallelism and, synchronising each parameter alone, pays each whole collective") {
   Graph g = import_onnx_file(fixture("models/resnet18.onnx"), {.batch = 16});
   AnalyticCompute compute(kH100, Precision::Fp32);
