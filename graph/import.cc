@@ -6,7 +6,10 @@
 #include <limits>
 #include <set>
 
+#include <fcntl.h>
+
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
@@ -30,6 +33,26 @@ onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
     throw InputError(label + ": not an ONNX model (no graph or IR version)");
   }
   return model;
+}
+
+// The element data of initializers over kMaxFoldElements elements, dropped: the importer reads only
+// their type and dims (tensor_value loads no value that large), ONNX's inference only the values
+// of shape-like inputs, which are small, and the runtime reads the weights from the file itself
+// (launcher/runtime/weights.h). A model whose weights are inline then takes memory for its graph,
+// not for its weights twice over (the parsed copy, and onnx_reference's).
+void drop_large_data(onnx::ModelProto& model) {
+  for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) continue;
+    int64_t n = 1;
+    for (int64_t d : t.dims()) n = d < 0 || (d > 0 && n > kMaxFoldElements) ? kMaxFoldElements + 1 : n * d;
+    if (n <= kMaxFoldElements) continue;
+    t.clear_raw_data();
+    t.clear_float_data();
+    t.clear_double_data();
+    t.clear_int32_data();
+    t.clear_int64_data();
+    t.clear_uint64_data();
+  }
 }
 
 // Shapes ONNX's own inference finds for the model with its inputs specialised as in `g`.
@@ -121,8 +144,8 @@ Graph rebatched(Graph g, const onnx::ModelProto& model, int64_t b0, int64_t batc
   return g;
 }
 
-Graph import_steps(const std::string& bytes, const std::string& label, const ImportOptions& options) {
-  onnx::ModelProto model = parse(bytes, label);
+Graph import_steps(onnx::ModelProto model, const std::string& label, const ImportOptions& options) {
+  drop_large_data(model);
   Graph g = graph_from_proto(model, label);
   classify_inputs(g, options.frozen);
   std::optional<int64_t> b0 = fixed_batch(g);
@@ -146,16 +169,20 @@ Graph import_steps(const std::string& bytes, const std::string& label, const Imp
   return g;
 }
 
-}  // namespace
-
-Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
+Graph import_model(onnx::ModelProto model, const std::string& label, const ImportOptions& options) {
   try {
-    return import_steps(bytes, label, options);
+    return import_steps(std::move(model), label, options);
   } catch (const OpError& e) {
     // A catalogue check reached outside a node's inference (an attribute of the wrong type read
     // while classifying): still the model's fault.
     throw InputError(label + ": " + e.what());
   }
+}
+
+}  // namespace
+
+Graph import_onnx_bytes(const std::string& bytes, const std::string& label, const ImportOptions& options) {
+  return import_model(parse(bytes, label), label, options);
 }
 
 std::string read_file(const std::string& path) {
@@ -181,7 +208,28 @@ std::string read_model_file(const std::string& path) {
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
-  return import_onnx_bytes(read_model_file(path), path, options);
+  // Parsed from the file in chunks, never held whole beside its parse: with inline weights the
+  // peak is the parsed model, which drop_large_data then shrinks to its graph.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
+  if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such file");
+  if (std::filesystem::file_size(path, ec) >= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
+    throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(path + ": cannot be read");
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream file(fd);
+    file.SetCloseOnDelete(true);
+    google::protobuf::io::CodedInputStream in(&file);
+    in.SetTotalBytesLimit(std::numeric_limits<int>::max());
+    parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && file.GetErrno() == 0 && model.ByteSizeLong() > 0;
+  }
+  if (!parsed) throw InputError(path + ": not an ONNX model, or truncated (protobuf parse failed)");
+  if (!model.has_graph() || model.ir_version() <= 0) throw InputError(path + ": not an ONNX model (no graph or IR version)");
+  return import_model(std::move(model), path, options);
 }
 
 }  // namespace tensoropt
