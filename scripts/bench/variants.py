@@ -63,6 +63,11 @@ VARIANTS = {
     "gpt350m_nobias": ("gpt", v(GPT, bias=False), "train", EXACT),
     "gpt350m_tanh": ("gpt", v(GPT, gelu="tanh"), "train", EXACT),
     "gpt350m_opset13": ("gpt", v(GPT, opset=13), "train", EXACT),
+    # the same base and some of its changes as default exports (eval, folded, inline, static)
+    "gpt350m_eval": ("gpt", v(GPT), "eval", EXACT),
+    "gpt350m_untied_eval": ("gpt", v(GPT, head="untied"), "eval", EXACT),
+    "gpt350m_trilmask_eval": ("gpt", v(GPT, mask="computed"), "eval", EXACT),
+    "gpt350m_postln_eval": ("gpt", v(GPT, ln="post"), "eval", EXACT),
     # sizes, and the held-out 1.3B of issue 25 (no dropout, fused QKV split in three, mask
     # from tril(ones), head through wte.weight.t())
     "gpt124m_eval": ("gpt", v(GPT, d=768, heads=12, layers=12), "eval", EXACT),
@@ -78,12 +83,14 @@ VARIANTS = {
     "llama160m": ("llama", v(LLAMA), "train", EXACT),
     "llama160m_mha": ("llama", v(LLAMA, kv_heads=12), "train", EXACT),
     "llama160m_eval": ("llama", v(LLAMA), "eval", EXACT),
+    "llama160m_mha_eval": ("llama", v(LLAMA, kv_heads=12), "eval", EXACT),
     "llama1p1b": ("llama", v(LLAMA, ctx=1024, d=2048, heads=32, kv_heads=4, layers=22,
                              ffn=5632), "train", EXACT + HUGE),
     # BERT-style
     "bert110m": ("bert", v(BERT), "train", EXACT),
     "bert110m_eval": ("bert", v(BERT), "eval", EXACT),
     "bert340m": ("bert", v(BERT, d=1024, heads=16, layers=24, ffn=4096), "train", EXACT),
+    "bert340m_eval": ("bert", v(BERT, d=1024, heads=16, layers=24, ffn=4096), "eval", EXACT),
     # T5-style
     "t5_220m": ("t5", v(T5), "train", EXACT),
     "t5_220m_eval": ("t5", v(T5), "eval", EXACT),
@@ -91,15 +98,22 @@ VARIANTS = {
     "vit_b16": ("vit", dict(layers=12, heads=12, d=768, mlp=3072), "train", EXACT),
     "vit_l16": ("vit", dict(layers=24, heads=16, d=1024, mlp=4096), "train", EXACT),
     "vit_b16_eval": ("vit", dict(layers=12, heads=12, d=768, mlp=3072), "eval", EXACT),
+    "vit_l16_eval": ("vit", dict(layers=24, heads=16, d=1024, mlp=4096), "eval", EXACT),
+    "encoder6l_train": ("encoder", dict(d=512, heads=8, ffn=2048, layers=6), "train",
+                        ["8/8", "8/64"]),
     "encoder6l_eval_fresh": ("encoder", dict(d=512, heads=8, ffn=2048, layers=6, fresh=True),
                              "eval", ["8/8", "8/64"]),
     # torchvision CNNs
     "resnet101": ("cnn", dict(arch="resnet101"), "train", EXACT),
+    "resnet101_eval": ("cnn", dict(arch="resnet101"), "eval", EXACT),
     # stochastic depth off: the exporter cannot export its Bernoulli in training mode
     "efficientnet_b0": ("cnn", dict(arch="efficientnet_b0", stochastic_depth_prob=0.0), "train",
                         ["8/8", "8/64"]),
+    "efficientnet_b0_eval": ("cnn", dict(arch="efficientnet_b0"), "eval", ["8/8", "8/64"]),
     "convnext_tiny": ("cnn", dict(arch="convnext_tiny", stochastic_depth_prob=0.0), "train",
                       ["8/8", "8/64"]),
+    "convnext_tiny_eval": ("cnn", dict(arch="convnext_tiny"), "eval", ["8/8", "8/64"]),
+    "mobilenet_v3_small_eval": ("cnn", dict(arch="mobilenet_v3_small"), "eval", ["8/8", "8/64"]),
     "mobilenet_v3_small_eval_fresh": ("cnn", dict(arch="mobilenet_v3_small", fresh=True),
                                       "eval", ["8/8", "8/64"]),
     "densenet121_eval": ("cnn", dict(arch="densenet121"), "eval", ["8/8", "8/64"]),
