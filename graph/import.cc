@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -21,18 +22,38 @@
 namespace tensoropt {
 namespace {
 
-onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
+// The model in `in`; `read` says the bytes came whole (a file read without error, not empty).
+onnx::ModelProto parse_stream(google::protobuf::io::CodedInputStream& in, const std::function<bool()>& read,
+                              const std::string& label) {
   onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
   in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  if (bytes.empty() || !model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
+  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || !read()) {
     throw InputError(label + ": not an ONNX model, or truncated (protobuf parse failed)");
   }
   if (!model.has_graph() || model.ir_version() <= 0) {
     throw InputError(label + ": not an ONNX model (no graph or IR version)");
   }
   return model;
+}
+
+onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
+  return parse_stream(in, [&] { return !bytes.empty(); }, label);
+}
+
+// The size of a model file, after the checks every reader of one makes: it exists, is not a
+// directory, and is under protobuf's 2 GiB.
+uintmax_t model_file_size(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
+  if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such file");
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError(path + ": cannot be read");
+  if (size >= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
+    throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
+  }
+  return size;
 }
 
 // The element data of initializers over kMaxFoldElements elements, dropped: the importer reads only
@@ -199,36 +220,23 @@ std::string read_file(const std::string& path) {
 }
 
 std::string read_model_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
-  if (std::filesystem::exists(path, ec) && std::filesystem::file_size(path, ec) >= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
-    throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
-  }
+  model_file_size(path);
   return read_file(path);
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
   // Parsed from the file in chunks, never held whole beside its parse: with inline weights the
   // peak is the parsed model, which drop_large_data then shrinks to its graph.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path + ": is a directory, not an ONNX file");
-  if (!std::filesystem::exists(path, ec)) throw InputError(path + ": no such file");
-  if (std::filesystem::file_size(path, ec) >= static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
-    throw InputError(path + ": larger than 2 GiB; store the weights as ONNX external data");
-  }
+  const uintmax_t size = model_file_size(path);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(path + ": cannot be read");
+  google::protobuf::io::FileInputStream file(fd);
+  file.SetCloseOnDelete(true);
   onnx::ModelProto model;
-  bool parsed = false;
   {
-    google::protobuf::io::FileInputStream file(fd);
-    file.SetCloseOnDelete(true);
     google::protobuf::io::CodedInputStream in(&file);
-    in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-    parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage() && file.GetErrno() == 0 && model.ByteSizeLong() > 0;
+    model = parse_stream(in, [&] { return file.GetErrno() == 0 && size > 0; }, path);
   }
-  if (!parsed) throw InputError(path + ": not an ONNX model, or truncated (protobuf parse failed)");
-  if (!model.has_graph() || model.ir_version() <= 0) throw InputError(path + ": not an ONNX model (no graph or IR version)");
   return import_model(std::move(model), path, options);
 }
 

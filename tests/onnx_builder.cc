@@ -42,16 +42,25 @@ ModelBuilder& ModelBuilder::flag(const std::string& name, bool value) {
   return *this;
 }
 
+namespace {
+
+// A float tensor of this shape, every element `fill`.
+void fill_floats(onnx::TensorProto& t, const std::vector<int64_t>& shape, float fill) {
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    t.add_dims(d);
+    n *= d;
+  }
+  for (int64_t i = 0; i < n; ++i) t.add_float_data(fill);
+}
+
+}  // namespace
+
 ModelBuilder& ModelBuilder::floats(const std::string& name, const std::vector<int64_t>& shape, float fill) {
   auto* t = model_.mutable_graph()->add_initializer();
   t->set_name(name);
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    t->add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t->add_float_data(fill);
+  fill_floats(*t, shape, fill);
   return *this;
 }
 
@@ -93,14 +102,7 @@ ModelBuilder& ModelBuilder::attr_t(const std::string& key, const std::vector<int
   auto* a = model_.mutable_graph()->mutable_node(model_.graph().node_size() - 1)->add_attribute();
   a->set_name(key);
   a->set_type(onnx::AttributeProto::TENSOR);
-  onnx::TensorProto* t = a->mutable_t();
-  t->set_data_type(onnx::TensorProto::FLOAT);
-  int64_t n = 1;
-  for (int64_t d : shape) {
-    t->add_dims(d);
-    n *= d;
-  }
-  for (int64_t i = 0; i < n; ++i) t->add_float_data(fill);
+  fill_floats(*a->mutable_t(), shape, fill);
   return *this;
 }
 

@@ -154,7 +154,6 @@ int carried_node(const EliminationOrder& order) {
   return *best >= kMinCarried ? static_cast<int>(best - count.begin()) : -1;
 }
 
-
 FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   validate(problem);

@@ -25,7 +25,6 @@ Narrowed fixed(const Problem& problem, const std::vector<int>& nodes, const std:
   return sub;
 }
 
-
 }  // namespace
 
 std::optional<std::vector<int>> conditioning_nodes(const Problem& problem, const OrderFits& fits,
@@ -136,12 +135,7 @@ FtResult solve_ft_conditioned(const Problem& problem, const std::vector<int>& no
       all.push_back(std::move(p));
     }
   }
-  // Of equal costs the earliest branch's point: a stable sort keeps them in branch order.
-  std::stable_sort(all.begin(), all.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
-    return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
-  });
-  for (FrontierPoint& p : all)
-    if (out.points.empty() || p.cost.memory < out.points.back().cost.memory) out.points.push_back(std::move(p));
+  out.points = pareto_merge(std::move(all));  // of equal costs, the earliest solved branch's point
   out.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

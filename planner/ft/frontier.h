@@ -26,10 +26,12 @@
 // negative/NaN epsilon_prune factor.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tensoropt::planner {
@@ -147,5 +149,19 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
 // q.time <= p.time and q.memory <= (1+delta) p.memory (non-negative costs). delta = 0 is the
 // identity. Throws std::invalid_argument if delta is negative or NaN.
 [[nodiscard]] Frontier epsilon_prune(const Frontier& f, double delta);
+
+// The Pareto set of points from several solves (any type with a `cost`: FT's FrontierPoint, a
+// plan's point): sorted by (time, memory), stable, so among equal
+// costs the earlier one stays; then every point not below the last kept memory dropped.
+template <typename Point>
+std::vector<Point> pareto_merge(std::vector<Point> all) {
+  std::stable_sort(all.begin(), all.end(), [](const Point& a, const Point& b) {
+    return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
+  });
+  std::vector<Point> kept;
+  for (Point& p : all)
+    if (kept.empty() || p.cost.memory < kept.back().cost.memory) kept.push_back(std::move(p));
+  return kept;
+}
 
 }  // namespace tensoropt::planner

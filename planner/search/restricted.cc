@@ -45,6 +45,13 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
 
 bool tractable(const Problem& p) { return tractable(p, greedy_elimination_order(p)); }
 
+// A solve of a restricted Problem, its assignments read back as the space's configurations.
+FtResult in_space(FtResult r, const std::vector<std::vector<int>>& keep) {
+  for (FrontierPoint& p : r.points)
+    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
+  return r;
+}
+
 // A factor tractable() allows in an order of any width when it is small.
 bool scope_tractable(const Problem& p, const std::vector<int>& scope) {
   double entries = 1;
@@ -52,21 +59,17 @@ bool scope_tractable(const Problem& p, const std::vector<int>& scope) {
   return entries <= kMaxExactFactorEntries && (static_cast<int>(scope.size()) <= kMaxExactWidth || entries <= 64);
 }
 
-// The exact frontier of the restricted space by conditioning (planner/ft/condition.h), when a few
-// nodes fixed make it tractable; nullopt when that would take more than kMaxBranches solves.
-std::optional<FtResult> solve_conditioned(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                                          const FtOptions& ft, bool time_only) {
-  auto [sub, keep] = restricted_problem(space, allowed, time_only);
+// The exact frontier of a restricted space (`sub`, with restricted_problem's `keep`) by
+// conditioning (planner/ft/condition.h), when a few nodes fixed make it tractable; nullopt when
+// that would take more than kMaxBranches solves.
+std::optional<FtResult> solve_conditioned(const Problem& sub, const std::vector<std::vector<int>>& keep, const FtOptions& ft) {
   const auto fits = [](const Problem& p, const EliminationOrder& order) { return tractable(p, order); };
   const std::optional<std::vector<int>> nodes = conditioning_nodes(sub, fits, scope_tractable, kMaxBranches);
   if (!nodes) return std::nullopt;
   FtOptions options = ft;
   options.order = nullptr;
   options.bounds = nullptr;
-  FtResult r = solve_ft_conditioned(sub, *nodes, options);
-  for (FrontierPoint& p : r.points)
-    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
-  return r;
+  return in_space(solve_ft_conditioned(sub, *nodes, options), keep);
 }
 
 // Configurations of variable v in a uniform family: data parallel (batch) or replicated. With
@@ -189,25 +192,23 @@ bool tractable(const Problem& p, const EliminationOrder& order) {
 FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                           const FtOptions& options, bool time_only) {
   auto [sub, keep] = restricted_problem(space, allowed, time_only);
-  FtResult r = solve_ft(sub, options);
-  for (FrontierPoint& p : r.points)
-    for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = keep[v][static_cast<size_t>(p.assignment[v])];
-  return r;
+  return in_space(solve_ft(sub, options), keep);
 }
 
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                              const FtOptions& ft, std::string& approximation, bool time_only) {
+  const auto [sub, keep] = restricted_problem(space, allowed, time_only);
   try {
     // Refuse at once when the elimination order promises a factor beyond the budget, rather than
     // after building the factors that precede it.
-    if (!tractable(restricted_problem(space, allowed, time_only).first)) throw std::length_error("elimination width");
-    return solve_restricted(space, allowed, ft, time_only);
+    if (!tractable(sub)) throw std::length_error("elimination width");
+    return in_space(solve_ft(sub, ft), keep);
   } catch (const FtMemoryLimit&) {
     throw;  // restricting wide regions is for wide orders, not for big frontiers
   } catch (const std::length_error&) {
     // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
     try {
-      if (std::optional<FtResult> res = solve_conditioned(space, allowed, ft, time_only)) return std::move(*res);
+      if (std::optional<FtResult> res = solve_conditioned(sub, keep, ft)) return std::move(*res);
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const std::length_error&) {
