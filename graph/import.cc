@@ -3,43 +3,34 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <limits>
 #include <set>
 
-#include <fcntl.h>
-
 #include <google/protobuf/io/coded_stream.h>
-#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include "graph/dtype.h"
 #include "graph/error.h"
 #include "graph/import_steps.h"
+#include "graph/model_skim.h"
 #include "graph/op_catalogue.h"
 
 namespace tensoropt {
 namespace {
 
-// The model in `in`; `read` says the bytes came whole (a file read without error, not empty).
-onnx::ModelProto parse_stream(google::protobuf::io::CodedInputStream& in, const std::function<bool()>& read,
-                              const std::string& label) {
-  onnx::ModelProto model;
+onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
+  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                            static_cast<int>(bytes.size()));
   in.SetTotalBytesLimit(std::numeric_limits<int>::max());
-  if (!model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage() || !read()) {
+  onnx::ModelProto model;
+  if (bytes.empty() || !model.ParseFromCodedStream(&in) || !in.ConsumedEntireMessage()) {
     throw InputError(label + ": not an ONNX model, or truncated (protobuf parse failed)");
   }
   if (!model.has_graph() || model.ir_version() <= 0) {
     throw InputError(label + ": not an ONNX model (no graph or IR version)");
   }
   return model;
-}
-
-onnx::ModelProto parse(const std::string& bytes, const std::string& label) {
-  google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
-                                            static_cast<int>(bytes.size()));
-  return parse_stream(in, [&] { return !bytes.empty(); }, label);
 }
 
 // The size of a model file, after the checks every reader of one makes: it exists, is not a
@@ -60,7 +51,8 @@ uintmax_t model_file_size(const std::string& path) {
 // their type and dims (tensor_value loads no value that large), ONNX's inference only the values
 // of shape-like inputs, which are small, and the runtime reads the weights from the file itself
 // (launcher/runtime/weights.h). A model whose weights are inline then takes memory for its graph,
-// not for its weights twice over (the parsed copy, and onnx_reference's).
+// not for its weights twice over (the parsed copy, and onnx_reference's). A file's skim
+// (graph/model_skim.h) never read most of them; this clears the rest, and a model given as bytes.
 void drop_large_data(onnx::ModelProto& model) {
   for (onnx::TensorProto& t : *model.mutable_graph()->mutable_initializer()) {
     if (t.data_location() == onnx::TensorProto::EXTERNAL) continue;
@@ -225,19 +217,10 @@ std::string read_model_file(const std::string& path) {
 }
 
 Graph import_onnx_file(const std::string& path, const ImportOptions& options) {
-  // Parsed from the file in chunks, never held whole beside its parse: with inline weights the
-  // peak is the parsed model, which drop_large_data then shrinks to its graph.
-  const uintmax_t size = model_file_size(path);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw InputError(path + ": cannot be read");
-  google::protobuf::io::FileInputStream file(fd);
-  file.SetCloseOnDelete(true);
-  onnx::ModelProto model;
-  {
-    google::protobuf::io::CodedInputStream in(&file);
-    model = parse_stream(in, [&] { return file.GetErrno() == 0 && size > 0; }, path);
-  }
-  return import_model(std::move(model), path, options);
+  // Skimmed from the file (graph/model_skim.h): a model of inline weights is held for its graph,
+  // never for its weights.
+  model_file_size(path);
+  return import_model(parse(skim_model_file(path), path), path, options);
 }
 
 }  // namespace tensoropt

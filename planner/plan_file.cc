@@ -136,7 +136,9 @@ PlanSettings settings_from(const ordered_json& j, const std::string& path) {
   PlanSettings s;
   const auto& model = field(j, "model", path);
   s.model_path = field(model, "path", path + ": model").get<std::string>();
-  s.model_hash = field(model, "fnv1a64", path + ": model").get<std::string>();
+  // Plan files before XXH64 record FNV-1a.
+  s.model_hash_algorithm = model.contains(kModelHashAlgorithm) || !model.contains("fnv1a64") ? kModelHashAlgorithm : "fnv1a64";
+  s.model_hash = field(model, s.model_hash_algorithm, path + ": model").get<std::string>();
   s.batch = field(model, "batch", path + ": model").get<int64_t>();
   // Absent in plan files written before --frozen existed.
   if (model.contains("frozen")) {
@@ -196,27 +198,6 @@ void read_strategy_head(const ordered_json& j, const std::string& path, StoredSt
 
 }  // namespace
 
-std::string file_hash(const std::string& path) {
-  // Read in pieces: a model of several GiB is hashed by every worker of a run, and holding all
-  // of it at once would double the memory the run needs before its first step.
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(path + ": cannot be read");
-  std::vector<char> piece(size_t{1} << 20);
-  uint64_t h = kModelHashBasis;
-  while (f) {
-    f.read(piece.data(), static_cast<std::streamsize>(piece.size()));
-    const std::streamsize got = f.gcount();
-    for (std::streamsize i = 0; i < got; ++i) {
-      h ^= static_cast<unsigned char>(piece[static_cast<size_t>(i)]);
-      h *= 1099511628211ull;
-    }
-  }
-  if (f.bad()) throw InputError(path + ": cannot be read");
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 namespace {
 
 // With `described` (--dump-space) each variable also says what it is and what each configuration
@@ -266,7 +247,7 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
   head["format"] = "tensoropt-plan";
   head["version"] = kPlanFormatVersion;
   ModelSummary ms = summarize(graph);
-  head["model"] = {{"path", settings.model_path}, {"fnv1a64", settings.model_hash}, {"batch", settings.batch},
+  head["model"] = {{"path", settings.model_path}, {settings.model_hash_algorithm, settings.model_hash}, {"batch", settings.batch},
                    {"frozen", settings.frozen}, {"trainable_parameters", ms.trainable_parameters}, {"nodes", ms.nodes}};
   const ordered_json made = settings_json(settings);
   for (auto it = made.begin(); it != made.end(); ++it) head[it.key()] = it.value();
@@ -342,8 +323,8 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
 }
 
 void check_plan_model(const PlanSettings& settings, const std::string& model_path) {
-  if (file_hash(model_path) != settings.model_hash) {
-    throw InputError(model_path + ": not the model the plan was made for (" + settings.model_path + ", fnv1a64 " +
+  if (file_hash(model_path, settings.model_hash_algorithm) != settings.model_hash) {
+    throw InputError(model_path + ": not the model the plan was made for (" + settings.model_path + ", " + settings.model_hash_algorithm + " " +
                      settings.model_hash + ")");
   }
 }

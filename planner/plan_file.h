@@ -27,6 +27,7 @@
 
 #include "planner/baselines.h"
 #include "planner/parallel/cluster.h"
+#include "planner/file_hash.h"
 #include "planner/parallel/sharding_plan.h"
 #include "planner/plan.h"
 #include "planner/strategy_rules.h"
@@ -38,7 +39,8 @@ inline constexpr int kPlanFormatVersion = 1;
 
 struct PlanSettings {
   std::string model_path;
-  std::string model_hash;  // fnv1a64 of the file, 16 hex digits
+  std::string model_hash;  // file_hash of the file, 16 hex digits
+  std::string model_hash_algorithm = kModelHashAlgorithm;  // "fnv1a64" in older plan files
   int64_t batch = 0;
   std::vector<std::string> frozen;  // --frozen patterns the model was imported with
   Cluster cluster;
@@ -60,14 +62,6 @@ struct GpuPlan {
   int chosen = -1;  // index into frontier.points, -1 when none fits the budget
   std::string reason;
 };
-
-// "0123456789abcdef": 64-bit FNV-1a of the file's bytes, with the offset basis every plan file
-// so far was written with: 1469598103934665603, which is the published basis
-// (14695981039346656037) short of its last digit. Kept, so that existing plan files still match
-// their models; the hash is a check that the file is the same, not an interchange format. Reads
-// the file in pieces. Throws InputError if unreadable.
-inline constexpr uint64_t kModelHashBasis = 1469598103934665603ull;
-std::string file_hash(const std::string& path);
 
 // The plan file (docs/plan-format.md), written to `os` piece by piece as it is made.
 void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph& graph, const std::vector<GpuPlan>& plans);

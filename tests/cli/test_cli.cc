@@ -12,6 +12,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "planner/file_hash.h"
 #include "tests/onnx_builder.h"
 
 namespace tensoropt {
@@ -190,6 +191,15 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   std::string partial = write_temp("partial.json", strategy.dump());
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + partial + " --batch 8"), "1 variable has no configuration");
   check_refused(run("evaluate " + model("resnet50.onnx") + " --strategy " + plan + " --gpus 2"), "not the model the plan was made for");
+  // The plan names its model by XXH64; a plan file written before records FNV-1a, still checked.
+  CHECK(j["model"]["xxh64"] == planner::file_hash(model("resnet18.onnx")));
+  nlohmann::json older = j;
+  older["model"].erase("xxh64");
+  older["model"]["fnv1a64"] = planner::file_hash(model("resnet18.onnx"), "fnv1a64");
+  CHECK(run("evaluate " + model("resnet18.onnx") + " --strategy " + write_temp("older.json", older.dump()) + " --gpus 2").code == 0);
+  older["model"]["fnv1a64"] = "0123456789abcdef";
+  check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + write_temp("older_other.json", older.dump()) + " --gpus 2"),
+                "not the model the plan was made for (" + model("resnet18.onnx") + ", fnv1a64 0123456789abcdef)");
   check_refused(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan), "choose one with --gpus");
   // The plan's own settings may be repeated, not contradicted.
   CHECK(run("evaluate " + model("resnet18.onnx") + " --strategy " + plan + " --gpus 2 --batch 8 --dtype fp32").code == 0);
