@@ -21,7 +21,7 @@ Narrowed fixed(const Problem& problem, const std::vector<int>& nodes, const std:
   std::vector<std::vector<int>> keep(static_cast<size_t>(problem.num_nodes()));
   for (size_t i = 0; i < nodes.size(); ++i) keep[static_cast<size_t>(nodes[i])] = {at[i]};
   Narrowed sub = narrow(problem, std::move(keep));
-  sub.problem = fold_fixed_nodes(sub.problem);
+  sub.problem = fold_independent_edges(sub.problem);
   return sub;
 }
 

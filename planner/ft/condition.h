@@ -6,8 +6,8 @@
 // read by every layer. Eliminating around it builds factors over every node it joins, which can
 // pass any budget (MobileNet-v3's merged squeeze-excitation biases join two blocks whose tensors
 // have 15 to 22 layouts each: a factor of 148,500 entries). Fixing such a node to one
-// configuration folds its edges into its neighbours' costs (fold_fixed_nodes, problem.h), and the
-// rest is narrow again. Every strategy fixes the node somehow, so the union over its
+// configuration folds its edges into its neighbours' costs (fold_independent_edges, problem.h),
+// and the rest is narrow again. Every strategy fixes the node somehow, so the union over its
 // configurations of the narrowed Problems' frontiers, pruned, is the exact frontier: cutset
 // conditioning, with FT inside.
 //

@@ -141,20 +141,29 @@ Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep) {
   return out;
 }
 
-Problem fold_fixed_nodes(const Problem& problem) {
+Problem fold_independent_edges(const Problem& problem) {
   Problem out;
   out.node_cost = problem.node_cost;
   for (const Problem::Edge& e : problem.edges) {
     const size_t ku = static_cast<size_t>(problem.num_configs(e.u));
     const size_t kv = static_cast<size_t>(problem.num_configs(e.v));
-    if (ku > 1 && kv > 1) {
-      out.edges.push_back(e);
-    } else if (ku == 1) {  // cost[0 * kv + k]: a cost per configuration of e.v
-      auto& costs = out.node_cost[static_cast<size_t>(kv == 1 ? e.u : e.v)];
-      for (size_t k = 0; k < costs.size(); ++k) costs[k] = costs[k] + e.cost[k];
-    } else {  // kv == 1: cost[k * 1 + 0], a cost per configuration of e.u
+    // Every row the same: a cost per configuration of e.v (cost[0 * kv + k]); every column the
+    // same: a cost per configuration of e.u (cost[k * kv + 0]). A node of one configuration has
+    // both on each of its edges' sides.
+    bool rows_equal = true, columns_equal = true;
+    for (size_t i = 0; i < ku && (rows_equal || columns_equal); ++i)
+      for (size_t j = 0; j < kv; ++j) {
+        rows_equal = rows_equal && e.cost[i * kv + j] == e.cost[j];
+        columns_equal = columns_equal && e.cost[i * kv + j] == e.cost[i * kv];
+      }
+    if (rows_equal && !(columns_equal && kv == 1)) {
+      auto& costs = out.node_cost[static_cast<size_t>(e.v)];
+      for (size_t k = 0; k < kv; ++k) costs[k] = costs[k] + e.cost[k];
+    } else if (columns_equal) {
       auto& costs = out.node_cost[static_cast<size_t>(e.u)];
-      for (size_t k = 0; k < costs.size(); ++k) costs[k] = costs[k] + e.cost[k];
+      for (size_t k = 0; k < ku; ++k) costs[k] = costs[k] + e.cost[k * kv];
+    } else {
+      out.edges.push_back(e);
     }
   }
   return out;

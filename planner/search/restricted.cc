@@ -33,7 +33,7 @@ std::pair<Problem, std::vector<std::vector<int>>> restricted_problem(const Strat
                                                                      const std::vector<std::vector<int>>& allowed,
                                                                      bool time_only) {
   Narrowed sub = narrow(space.problem(), allowed);
-  sub.problem = fold_fixed_nodes(sub.problem);
+  sub.problem = fold_independent_edges(sub.problem);
   if (time_only) {
     for (auto& costs : sub.problem.node_cost)
       for (Cost& c : costs) c = time_first(c);

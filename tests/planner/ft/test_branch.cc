@@ -182,12 +182,12 @@ TEST_CASE("narrow: keeps the named configurations and their edge rows, refuses b
   CHECK_THROWS_WITH_AS(narrow(p, {{}, {1, 1}}), doctest::Contains("node 1 keeps configuration 1 twice"), std::invalid_argument);
 }
 
-TEST_CASE("fold_fixed_nodes: every strategy costs what it cost, and fixed nodes join nothing") {
+TEST_CASE("fold_independent_edges: every strategy costs what it cost, and fixed nodes join nothing") {
   Rng rng(11);
   for (int trial = 0; trial < 200; ++trial) {
     CAPTURE(trial);
     const Problem p = random_problem(static_cast<Shape>(trial % static_cast<int>(Shape::kCount)), rng.in(2, 7), 3, 20, 1, rng);
-    const Problem f = fold_fixed_nodes(p);
+    const Problem f = fold_independent_edges(p);
     REQUIRE(f.num_nodes() == p.num_nodes());
     for (const Problem::Edge& e : f.edges) CHECK((f.num_configs(e.u) > 1 && f.num_configs(e.v) > 1));
     for (int k = 0; k < 20; ++k) {
@@ -199,10 +199,31 @@ TEST_CASE("fold_fixed_nodes: every strategy costs what it cost, and fixed nodes 
   Problem p;
   p.node_cost = {{{1, 0}, {2, 0}}, {{5, 5}}, {{0, 1}, {0, 2}}};
   p.edges = {{0, 1, {{10, 0}, {20, 0}}}, {1, 2, {{0, 10}, {0, 20}}}};
-  const Problem f = fold_fixed_nodes(p);
+  const Problem f = fold_independent_edges(p);
   CHECK(f.edges.empty());
   CHECK(f.node_cost[0] == std::vector<Cost>{{11, 0}, {22, 0}});
   CHECK(f.node_cost[2] == std::vector<Cost>{{0, 11}, {0, 22}});
+}
+
+TEST_CASE("fold_independent_edges: an edge whose costs one node's choice leaves equal joins nothing") {
+  // Node 1 (a hub of three configurations, a small weight's ZeRO choices) reads the same costs
+  // into node 0 and node 2 whatever it chooses; the edge 0-3 depends on both and stays.
+  Problem p;
+  p.node_cost = {{{1, 0}, {2, 0}}, {{0, 3}, {0, 2}, {0, 1}}, {{0, 1}, {0, 2}}, {{4, 4}, {5, 5}}};
+  p.edges = {{1, 0, {{10, 0}, {20, 0}, {10, 0}, {20, 0}, {10, 0}, {20, 0}}},
+             {2, 1, {{7, 0}, {7, 0}, {7, 0}, {9, 1}, {9, 1}, {9, 1}}},
+             {0, 3, {{1, 0}, {2, 0}, {3, 0}, {4, 0}}},
+             {0, 2, {{6, 6}, {6, 6}, {6, 6}, {6, 6}}}};
+  const Problem f = fold_independent_edges(p);
+  REQUIRE(f.edges.size() == 1);
+  CHECK((f.edges[0].u == 0 && f.edges[0].v == 3));
+  CHECK(f.node_cost[0] == std::vector<Cost>{{11, 0}, {22, 0}});
+  CHECK(f.node_cost[2] == std::vector<Cost>{{13, 7}, {15, 9}});  // + the 2-1 edge's rows, + the constant 0-2 edge
+  CHECK(f.node_cost[1] == p.node_cost[1]);
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 3; ++b)
+      for (int c = 0; c < 2; ++c)
+        for (int d = 0; d < 2; ++d) CHECK(evaluate(f, {a, b, c, d}) == evaluate(p, {a, b, c, d}));
 }
 
 }  // namespace tensoropt::planner
