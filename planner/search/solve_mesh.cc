@@ -32,7 +32,7 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, std::string& approximati
     ft.order = slot.order;
     ft.bounds = slot.bounds;
     try {
-      return solve_ft_branched(slot.space->problem(), ft);
+      return solve_ft_branched(*slot.problem, ft);
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const std::length_error&) {
@@ -126,7 +126,8 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
   if (!attempt(slot, found, max_bytes, 0, context)) {
     const double seconds_before = slot.result.stats.seconds;
     space.drop_peak_bound();
-    slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(space.problem(), *slot.order)) : nullptr;
+    refold(slot);
+    slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(*slot.problem, *slot.order)) : nullptr;
     slot.costs.clear();
     ms.approximation.clear();
     attempt(slot, found, max_bytes, seconds_before, context);

@@ -54,7 +54,7 @@ void solve_in_waves(std::vector<MeshSlot>& slots, int gpus, const PlanOptions& o
   parallel_for(2 * first_wave, [&](size_t k) {
     MeshSlot& slot = slots[solve_order[k % first_wave]];
     if (k >= first_wave) return add_bounds(slot);
-    if (slot.exact) hull_fill(slot.space->problem(), *slot.order, slot.hull);
+    if (slot.exact) hull_fill(*slot.problem, *slot.order, slot.hull);
   });
   // Meshes solved side by side share the planner memory limit.
   const size_t rest = solve_order.size() - first_wave;
