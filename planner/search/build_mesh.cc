@@ -11,8 +11,18 @@ namespace tensoropt::planner {
 void build_mesh(MeshSlot& slot, const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute,
                 const SpaceOptions& options) {
   slot.space = std::make_unique<StrategySpace>(graph, mesh, compute, options);
-  slot.problem = std::make_shared<const Problem>(fold_independent_edges(slot.space->problem()));
-  slot.order = std::make_shared<const EliminationOrder>(greedy_elimination_order(*slot.problem));
+  // The space's own Problem (aliased: the peak bound changes it in place), unless folding the links
+  // one side does not see narrows the order. Only then: FT's sums are rounded in another order on
+  // the folded Problem, which may break ties between strategies of equal summed cost otherwise,
+  // and those differ in workspace.
+  const Problem& plain = slot.space->problem();
+  auto order = std::make_shared<const EliminationOrder>(greedy_elimination_order(plain));
+  auto folded = std::make_shared<const Problem>(fold_independent_edges(plain));
+  auto folded_order = std::make_shared<const EliminationOrder>(greedy_elimination_order(*folded));
+  slot.folded = folded_order->width < order->width ||
+                (!tractable(plain, *order) && tractable(*folded, *folded_order));
+  slot.problem = slot.folded ? folded : std::shared_ptr<const Problem>(std::shared_ptr<const Problem>(), &plain);
+  slot.order = slot.folded ? folded_order : order;
   slot.exact = tractable(*slot.problem, *slot.order);
   if (!slot.exact) return;
   // FT carries the step's peak at the last op when the fastest strategy has its peak there
@@ -27,6 +37,7 @@ void build_mesh(MeshSlot& slot, const Graph& graph, const DeviceMesh& mesh, cons
 }
 
 void refold(MeshSlot& slot) {
+  if (!slot.folded) return;  // the alias sees the space's Problem as it is now
   slot.problem = std::make_shared<const Problem>(fold_independent_edges(slot.space->problem()));
   slot.order = std::make_shared<const EliminationOrder>(elimination_order_of(*slot.problem, slot.order->order));
   slot.exact = tractable(*slot.problem, *slot.order);

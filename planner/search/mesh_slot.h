@@ -25,10 +25,12 @@ namespace tensoropt::planner {
 // Every mesh's space, and a few strategies of each on its frontier's convex hull.
 struct MeshSlot {
   std::unique_ptr<StrategySpace> space;
-  // What FT solves: the space's Problem with the links one side does not see folded
-  // (fold_independent_edges, planner/ft/problem.h), made again when the peak bound is carried or
-  // dropped. Every strategy costs the same in both.
+  // What FT solves: the space's Problem, or, when that narrows the elimination order (`folded`),
+  // the space's Problem with the links one side does not see folded (fold_independent_edges,
+  // planner/ft/problem.h), made again when the peak bound is carried or dropped. Every strategy
+  // costs the same in both.
   std::shared_ptr<const Problem> problem;
+  bool folded = false;
   std::shared_ptr<const EliminationOrder> order;  // of `problem`: for FT and the hull strategies
   std::shared_ptr<const OutsideBounds> bounds;     // outside_bounds() in that order, when exact
   bool exact = false;      // tractable(): hull strategies are only sought where FT is exact
@@ -45,8 +47,8 @@ struct MeshSlot {
 void build_mesh(MeshSlot& slot, const Graph& graph, const DeviceMesh& mesh, const ComputeModel& compute,
                 const SpaceOptions& options);
 
-// slot.problem made again from the space's (after the peak bound was carried or dropped), with
-// the order's scopes for it (the same sequence of variables) and whether FT is still exact on it.
+// A folded slot.problem made again from the space's (after the peak bound was carried or dropped),
+// with the order's scopes for it (the same sequence of variables) and whether FT is still exact.
 void refold(MeshSlot& slot);
 
 // A tractable mesh's outside bounds (for FT's known strategies), computed when the schedule
