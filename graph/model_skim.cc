@@ -43,10 +43,6 @@ void put_varint(std::string& out, uint64_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void put_fixed(std::string& out, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
 // Copies the fields of one message, up to `in`'s current limit (or the end of the file), to `out`;
 // false for malformed input.
 bool skim(CodedInputStream& in, Message kind, std::string& out) {
@@ -62,18 +58,13 @@ bool skim(CodedInputStream& in, Message kind, std::string& out) {
         put_varint(out, v);
         break;
       }
-      case 1: {
-        uint64_t v = 0;
-        if (!in.ReadLittleEndian64(&v)) return false;
+      case 1:
+      case 5: {  // fixed 64 and 32 bits, copied as they are
+        char raw[8];
+        const int n = (tag & 7) == 1 ? 8 : 4;
+        if (!in.ReadRaw(raw, n)) return false;
         put_varint(out, tag);
-        put_fixed(out, v, 8);
-        break;
-      }
-      case 5: {
-        uint32_t v = 0;
-        if (!in.ReadLittleEndian32(&v)) return false;
-        put_varint(out, tag);
-        put_fixed(out, v, 4);
+        out.append(raw, static_cast<size_t>(n));
         break;
       }
       case 2: {

@@ -52,9 +52,11 @@ class Xxh64 {
   }
 
   uint64_t digest() const {
-    uint64_t h = total_ >= 32 ? rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18) : kP5;
-    if (total_ >= 32)
+    uint64_t h = kP5;  // under one stripe the lanes are unused
+    if (total_ >= 32) {
+      h = rotl(v_[0], 1) + rotl(v_[1], 7) + rotl(v_[2], 12) + rotl(v_[3], 18);
       for (uint64_t v : v_) h = merge(h, v);
+    }
     h += total_;
     const unsigned char* p = stripe_;
     size_t n = held_;

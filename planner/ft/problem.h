@@ -61,13 +61,14 @@ struct Narrowed {
 [[nodiscard]] Narrowed narrow(const Problem& problem, std::vector<std::vector<int>> keep);
 
 // The same Problem with every edge whose cost does not depend on one of its nodes' configuration
-// folded into the costs of its other node (into e.u's when it depends on neither): such an edge
-// adds to every strategy what its other node's configuration alone decides, so every assignment
-// costs what it cost before, and the edge no longer joins its nodes in FT's elimination order.
-// Every edge at a node of one configuration is such an edge (a weight that many layers read, once
-// narrowed to one layout, stops joining the layers), and so is one whose costs a node's choices
-// leave equal (a small weight stored whole, whose ZeRO choice its readers never see). Costs are
-// compared exactly. Nodes keep their ids and configurations; other edges are kept as they are.
+// folded into the costs of its other node (one that depends on neither goes to e.v's, or to
+// e.u's when e.v has a single configuration): such an edge adds to every strategy what its other
+// node's configuration alone decides, so every assignment costs what it cost before, and the edge
+// no longer joins its nodes in FT's elimination order. Every edge at a node of one configuration
+// is such an edge (a weight that many layers read, once narrowed to one layout, stops joining the
+// layers), and so is one whose costs a node's choices leave equal (a small weight stored whole,
+// whose ZeRO choice its readers never see). Costs are compared exactly. Nodes keep their ids and
+// configurations; other edges are kept as they are.
 [[nodiscard]] Problem fold_independent_edges(const Problem& problem);
 
 namespace detail {
