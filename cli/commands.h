@@ -70,4 +70,14 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err)
 // The op catalogue as a table; as Markdown for docs/ops.md when `markdown`.
 int run_ops(bool markdown, std::ostream& out);
 
+// `tensoropt status DIR [--json]` and `tensoropt resize DIR --gpus N`: an elastic job's control
+// directory read and asked to change its worker count (launcher/launch/control.h, job_commands.cc).
+struct JobArgs {
+  std::string dir;
+  int gpus = 0;
+  bool json = false;
+};
+int run_status(const JobArgs& args, std::ostream& out);
+int run_resize(const JobArgs& args, std::ostream& out);
+
 }  // namespace tensoropt::cli

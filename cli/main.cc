@@ -23,6 +23,7 @@
 #include "launcher/runtime/allocator.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
+#include "launcher/launch/elastic_launch.h"
 #include "launcher/launch/local.h"
 #include "launcher/train/worker.h"
 #include "cli/profile_command.h"
@@ -212,7 +213,27 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--profile", train.profile, "A profile database (tensoropt profile) pricing the prediction where it has measurements");
   rn->add_flag("--profile-missing", o.profile_missing, "Before the first step, time what --profile DB lacks for this model, batch and worker count (tensoropt profile), then plan with it");
   rn->add_option("--report", train.report, "Write the steps and measured against predicted as JSON (docs/runtime.md)");
+  CLI::Option* elastic = rn->add_flag("--elastic", train.elastic.on, "Resizable: tensoropt resize DIR --gpus N changes the worker count while the job runs (docs/runtime.md)");
+  rn->add_option("--min-gpus", train.elastic.min_gpus, "With --elastic: the fewest workers (default 1)")->needs(elastic)->check(cli::integer(1));
+  rn->add_option("--max-gpus", train.elastic.max_gpus, "With --elastic: the most workers (default --gpus)")->needs(elastic)->check(cli::integer(1));
+  rn->add_option("--control", train.elastic.control, "With --elastic: the control directory that tensoropt status and resize name (default: in the launcher's private directory, printed)")
+      ->needs(elastic);
   rn->add_flag("--kernel-times", train.kernel_times, "Time every node's kernels (CUDA events on a GPU) and print where the step's time goes, largest first; in --report as kernel_times");
+}
+
+struct Job {
+  tensoropt::cli::JobArgs status, resize;
+  CLI::App* status_command = nullptr;
+  CLI::App* resize_command = nullptr;
+};
+
+void add_job(CLI::App& app, Job& o) {
+  CLI::App* st = o.status_command = app.add_subcommand("status", "An elastic job's workers, step, plan point and resizes (run --elastic --control DIR)");
+  st->add_option("dir", o.status.dir, "The job's control directory")->required();
+  st->add_flag("--json", o.status.json, "Print JSON");
+  CLI::App* rs = o.resize_command = app.add_subcommand("resize", "Ask an elastic job to change its worker count; returns at once (tensoropt status shows the resize)");
+  rs->add_option("dir", o.resize.dir, "The job's control directory")->required();
+  rs->add_option("--gpus,-g", o.resize.gpus, "The new worker count, within the job's --min-gpus..--max-gpus")->required()->check(cli::integer(1));
 }
 
 struct Profile {
@@ -279,6 +300,7 @@ int run_run(Run& o, int argc, char** argv) {
     if (const int code = cli::run_profile(pa, args, std::cout, std::cerr); code != 0) return code;
     std::cout << "\n";
   }
+  if (train.elastic.on) return launch_elastic(std::vector<std::string>(argv, argv + argc), o.gpus, train, std::cout, std::cerr);
   if (o.gpus > 1) return launch_local(std::vector<std::string>(argv, argv + argc), o.gpus, train, std::cout, std::cerr);
   return run_training(train, std::cout, std::cerr);
 }
@@ -338,6 +360,7 @@ int main(int argc, char** argv) {
   Run run;
   Devices devices;
   Profile profile;
+  Job job;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
@@ -345,6 +368,7 @@ int main(int argc, char** argv) {
   add_run(app, run);
   add_devices(app, devices);
   add_profile(app, profile);
+  add_job(app, job);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -358,6 +382,8 @@ int main(int argc, char** argv) {
     if (*eval.command) return cli::run_evaluate(eval.args, std::cout, std::cerr);
     if (*run.command) return run_run(run, argc, argv);
     if (*profile.command) return cli::run_profile(profile.args, std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
+    if (*job.status_command) return cli::run_status(job.status, std::cout);
+    if (*job.resize_command) return cli::run_resize(job.resize, std::cout);
     if (*devices.command) {
       std::cout << devices_info();
       return 0;

@@ -8,11 +8,12 @@
 
 namespace tensoropt {
 
-Group join_group(const WorkerPlace& place, runtime::Backend& backend) {
+Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix) {
   comm::GlooOptions go;
   go.rank = place.rank;
   go.size = place.world;
   go.rendezvous = place.rendezvous;
+  go.prefix = prefix;
   if (place.local) go.hostname = "127.0.0.1";
   Group group;
   group.gloo = comm::make_gloo_communicator(go);
@@ -22,6 +23,7 @@ Group join_group(const WorkerPlace& place, runtime::Backend& backend) {
     no.rank = place.rank;
     no.size = place.world;
     no.rendezvous = place.rendezvous;
+    no.prefix = prefix;
     no.device = place.local_rank;
     no.compute_stream = gpu->stream();
     group.nccl = runtime::cuda::make_cuda_communicator(no);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "launcher/comm/communicator.h"
 #include "launcher/comm/timed_communicator.h"
@@ -24,6 +25,8 @@ struct Group {
   comm::TimedCommunicator& tensors() { return *timed; }
 };
 
-Group join_group(const WorkerPlace& place, runtime::Backend& backend);
+// `prefix` namespaces the group's keys in the store: an elastic job's generations ("g1", "g2", ...)
+// meet in the same store, each as its own group.
+Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix = "");
 
 }  // namespace tensoropt

@@ -1,5 +1,7 @@
 #include "launcher/launch/local.h"
 
+#include "launcher/launch/spawn.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -27,14 +29,6 @@ namespace {
 
 volatile sig_atomic_t g_stop_signal = 0;
 void on_stop(int sig) { g_stop_signal = sig; }
-
-std::string how_it_ended(int status) {
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
-  }
-  return "exited with code " + std::to_string(WEXITSTATUS(status));
-}
 
 // In a child just forked by `parent`: it dies with its parent, whatever kills the parent (SIGKILL
 // too): the kernel sends it SIGKILL then. A parent already gone before that took effect is seen
@@ -93,50 +87,9 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
 
 namespace {
 
-// `tensoropt plan` for the run's model on `gpus` workers into DIR/plan.json, its chosen line
-// echoed. Returns 0, or the exit code the launcher ends with when planning failed.
-int plan_for_workers(const TrainSettings& s, int gpus, const std::string& dir, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", std::to_string(gpus), "--batch",
-                                      std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", dir + "/plan.json",
-                                      "--dtype", s.dtype.value_or("fp32")};
-  for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
-  if (s.profile) planner.insert(planner.end(), {"--profile", *s.profile});
-  out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << (s.profile ? ", profile " + *s.profile : "")
-      << ")\n" << std::flush;
-  const int status = run_to_end(planner, dir + "/plan.log");
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
-    return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
-  }
-  std::ifstream log(dir + "/plan.log");
-  for (std::string line; std::getline(log, line);)
-    if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
-  return 0;
-}
-
-// Forks `gpus` workers running `argv` with RANK, WORLD_SIZE and LOCAL_RANK set and the file store
-// in `dir`; each dies with this process. Rank 0 keeps stdout.
 std::vector<pid_t> start_workers(const std::vector<std::string>& argv, int gpus, const std::string& dir) {
   std::vector<pid_t> pids;
-  const pid_t self = getpid();
-  for (int r = 0; r < gpus; ++r) {
-    const pid_t pid = fork();
-    if (pid < 0) throw InternalError("fork failed");
-    if (pid == 0) {
-      die_with(self);
-      setenv("RANK", std::to_string(r).c_str(), 1);
-      setenv("WORLD_SIZE", std::to_string(gpus).c_str(), 1);
-      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
-      setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
-      if (r != 0) {
-        const int fd = open("/dev/null", O_WRONLY);
-        if (fd >= 0) dup2(fd, STDOUT_FILENO);
-      }
-      exec_self(argv);
-    }
-    pids.push_back(pid);
-  }
+  for (int r = 0; r < gpus; ++r) pids.push_back(start_worker(argv, r, gpus, dir, -1));
   return pids;
 }
 
@@ -191,7 +144,59 @@ int wait_for_workers(const std::vector<pid_t>& pids, std::ostream& err) {
 
 }  // namespace
 
-int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before) {
+std::string how_it_ended(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return "killed by signal " + std::to_string(sig) + " (" + strsignal(sig) + ")";
+  }
+  return "exited with code " + std::to_string(WEXITSTATUS(status));
+}
+
+
+int stop_signal() { return g_stop_signal; }
+
+int plan_for_workers(const TrainSettings& s, const std::string& gpus, const std::string& dir, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> planner = {"tensoropt", "plan", s.model, "--gpus", gpus, "--batch",
+                                      std::to_string(s.batch.value_or(8)), "--cluster", s.cluster, "--json", dir + "/plan.json",
+                                      "--dtype", s.dtype.value_or("fp32")};
+  for (const std::string& f : s.frozen) planner.insert(planner.end(), {"--frozen", f});
+  if (s.profile) planner.insert(planner.end(), {"--profile", *s.profile});
+  out << "planning " << s.model << " on " << gpus << " workers (cluster " << s.cluster << (s.profile ? ", profile " + *s.profile : "")
+      << ")\n" << std::flush;
+  const int status = run_to_end(planner, dir + "/plan.log");
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    err << "tensoropt: error: planning failed (" << how_it_ended(status) << ")\n";
+    return WIFEXITED(status) && WEXITSTATUS(status) == 2 ? 2 : 1;
+  }
+  std::ifstream log(dir + "/plan.log");
+  for (std::string line; std::getline(log, line);)
+    if (line.find("chosen:") != std::string::npos) out << line.substr(line.find("chosen:")) << "\n";
+  return 0;
+}
+
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation) {
+  const pid_t self = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) throw InternalError("fork failed");
+  if (pid == 0) {
+    die_with(self);
+    setenv("RANK", std::to_string(rank).c_str(), 1);
+    setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
+    setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
+    setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
+    if (generation >= 0) setenv("TENSOROPT_GENERATION", std::to_string(generation).c_str(), 1);
+    if (rank != 0) {
+      const int fd = open("/dev/null", O_WRONLY);
+      if (fd >= 0) dup2(fd, STDOUT_FILENO);
+    }
+    exec_self(argv);
+  }
+  return pid;
+}
+
+int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before,
+                   const Supervise& supervise) {
   remove_stale_run_dirs();
   char tmpl[] = "/tmp/tensoropt-run.XXXXXX";
   if (!mkdtemp(tmpl)) throw InternalError("cannot make a private directory under /tmp");
@@ -211,6 +216,7 @@ int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream&
   std::vector<std::string> worker_argv = argv;
   if (before)
     if (const int code = before(dir, worker_argv); code != 0) return code;
+  if (supervise) return supervise(dir, worker_argv);
   return wait_for_workers(start_workers(worker_argv, gpus, dir), err);
 }
 
@@ -226,7 +232,7 @@ int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSett
   }
   return launch_workers(argv, gpus, err, [&](const std::string& dir, std::vector<std::string>& worker_argv) {
     if (!s.plan) {
-      if (const int code = plan_for_workers(s, gpus, dir, out, err); code != 0) return code;
+      if (const int code = plan_for_workers(s, std::to_string(gpus), dir, out, err); code != 0) return code;
       worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
     }
     if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, gpus))});

@@ -24,8 +24,12 @@ namespace tensoropt {
 // and TENSOROPT_RENDEZVOUS, a file store in a private directory, set for each) and waits for them,
 // with the failure handling above; `before` (optional) runs first with the private directory and
 // may add to the workers' argv or return a non-zero exit code to stop. Used by run and profile.
+// `supervise` (optional) then starts and watches the workers itself (an elastic job,
+// elastic_launch.h), in place of starting `gpus` and waiting for them.
 using BeforeWorkers = std::function<int(const std::string& dir, std::vector<std::string>& worker_argv)>;
-int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before = {});
+using Supervise = std::function<int(const std::string& dir, const std::vector<std::string>& worker_argv)>;
+int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before = {},
+                   const Supervise& supervise = {});
 
 // Starts `gpus` workers on this machine running `argv` (the run command line) and waits for them.
 int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err);

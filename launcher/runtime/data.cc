@@ -42,6 +42,18 @@ int64_t vocabulary(const Graph& g, int input) {
   return 1000;
 }
 
+// Positions (step-1)*B .. step*B-1 of the stream, B the graph's batch, modulo `rows` when it is
+// positive (a file's rows, read wrapping around).
+std::vector<int64_t> stream_positions(const Graph& g, int64_t step, int64_t rows) {
+  const int64_t batch = std::max<int64_t>(g.batch, 1);
+  std::vector<int64_t> out(static_cast<size_t>(batch));
+  for (int64_t j = 0; j < batch; ++j) {
+    const int64_t i = (step - 1) * batch + j;
+    out[static_cast<size_t>(j)] = rows > 0 ? i % rows : i;
+  }
+  return out;
+}
+
 class Synthetic final : public DataSource {
  public:
   Synthetic(const Graph& g, LossKind loss, uint64_t seed, Backend& b) : g_(g), loss_(loss), seed_(seed), b_(b) {}
@@ -57,6 +69,7 @@ class Synthetic final : public DataSource {
                                                    : fill(out, DType::F32, 0, rng, MemoryKind::Inputs);
     return batch;
   }
+  std::vector<int64_t> samples(int64_t step) const override { return stream_positions(g_, step, 0); }
 
  private:
   Array fill(const Shape& shape, DType dtype, int64_t range, std::mt19937_64& rng, MemoryKind kind) {
@@ -223,6 +236,7 @@ class Npy final : public DataSource {
     batch.target = rows_of(y_, start, target_shape(g_, loss_), loss_ == LossKind::CrossEntropy ? DType::I64 : DType::F32, b_);
     return batch;
   }
+  std::vector<int64_t> samples(int64_t step) const override { return stream_positions(g_, step, x_.shape[0]); }
 
  private:
   const Graph& g_;

@@ -1,5 +1,11 @@
 // Training data for `run`: batches of the model's data inputs and of the loss target.
 //
+// Both are functions of the step alone: the batch of step s is the same whatever the number of
+// workers (each takes the whole global batch and keeps its shard), so a job resized while it runs
+// (run --elastic) sees exactly the samples an unresized one sees. samples(s) names them: the global
+// batch of step s is samples (s-1)*B .. s*B-1 of the stream, B the batch; NpyData's stream is the
+// file's rows in order, wrapping (sample i is row i mod N), SyntheticData's is endless.
+//
 // SyntheticData: seeded, a new batch every step: integer inputs (token ids) uniform in
 // [0, vocabulary) where the vocabulary is the row count of the embedding table the input indexes
 // (1000 when none), float inputs N(0, 1); cross-entropy labels uniform in [0, classes) of the
@@ -34,6 +40,8 @@ class DataSource {
   virtual ~DataSource() = default;
   // The batch for training step `step` (1-based).
   virtual Batch next(int64_t step) = 0;
+  // The indices of step `step`'s samples in the stream (above), in batch order.
+  virtual std::vector<int64_t> samples(int64_t step) const = 0;
 };
 
 std::unique_ptr<DataSource> synthetic_data(const Graph& g, LossKind loss, uint64_t seed, Backend& backend);

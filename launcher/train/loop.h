@@ -31,6 +31,8 @@ struct LoopOptions {
   // run --kernel-times: times every node's kernels, from the second step on (the first pays for
   // first touches, as steady_median leaves it out).
   runtime::KernelTimer* timer = nullptr;
+  // Asked after each step (its number); true ends the loop there (an elastic job's resize).
+  std::function<bool(int64_t step)> stop_after;
 };
 
 struct LoopResult {

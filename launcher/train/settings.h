@@ -34,6 +34,13 @@ struct TrainSettings {
   // recompute choices run, and its strategy is the one predicted.
   std::optional<std::string> plan;
   std::optional<int> point;
+  // run --elastic (docs/runtime.md "Elastic jobs"): the worker count may change while the job
+  // runs, between min_gpus and max_gpus, on `tensoropt resize CONTROL --gpus N`.
+  struct Elastic {
+    bool on = false;
+    int min_gpus = 1, max_gpus = 0;  // 0: --gpus
+    std::string control;             // the control directory (launcher/launch/control.h)
+  } elastic;
 };
 
 // Kernel threads of each of `workers` processes on this machine: --threads when given; else

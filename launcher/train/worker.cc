@@ -1,5 +1,8 @@
 #include "launcher/train/worker.h"
 
+#include "launcher/train/elastic_worker.h"
+#include "launcher/train/worker_parts.h"
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -72,8 +75,6 @@ planner::PlanSettings point_settings(const TrainSettings& s, const planner::Stor
   return ps;
 }
 
-namespace {
-
 Graph import_for(const TrainSettings& s, const planner::PlanSettings& ps) {
   ImportOptions io;
   io.batch = ps.batch;
@@ -94,8 +95,6 @@ PointPrediction predict_for(const TrainSettings& s, const Graph& g, const planne
   return predict_point(g, costs, stored.mesh, so, &stored);
 }
 
-}  // namespace
-
 void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrategy& stored, int threads) {
   const planner::PlanSettings ps = point_settings(s, stored);
   int64_t devices = 1;
@@ -103,16 +102,6 @@ void check_strategy_resolves(const TrainSettings& s, const planner::StoredStrate
   const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, static_cast<int>(devices), threads, nullptr);
   (void)predict_for(s, import_for(s, ps), ps, stored, threads, costs);
 }
-
-namespace {
-
-// --resume: a checkpoint is the whole model (whatever strategy wrote it), read whole into `loaded`;
-// its optimizer state is kept whole here until the executor can take this worker's part of it.
-struct Resumed {
-  std::map<int, std::vector<runtime::Array>> state;
-  int64_t steps = 0;
-  bool had_state = false;
-};
 
 Resumed read_checkpoint(const TrainSettings& s, const Graph& g, runtime::Backend& backend, runtime::LoadedState& loaded) {
   Resumed r;
@@ -127,7 +116,6 @@ Resumed read_checkpoint(const TrainSettings& s, const Graph& g, runtime::Backend
   return r;
 }
 
-// --save: every worker takes part in gathering the whole model; worker 0 writes it.
 void save_whole(const TrainSettings& s, const Graph& g, runtime::Backend& backend, runtime::ShardedExecutor& ex,
                 const runtime::Optimizer& optimizer, comm::Communicator& communicator, bool lead, std::ostream& out) {
   std::map<int, std::vector<runtime::Array>> state;
@@ -142,9 +130,6 @@ void save_whole(const TrainSettings& s, const Graph& g, runtime::Backend& backen
   if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
 }
 
-// Every rank's median step time, peak memory, median time blocked in collectives and memory by
-// kind at its peak, gathered on every rank (a collective): kEach figures per rank.
-constexpr size_t kEach = 3 + runtime::kMemoryKinds;
 std::vector<double> gather_figures(const LoopResult& loop, runtime::Allocator& allocator, comm::Communicator& communicator, int world) {
   const runtime::MemoryStats ms = allocator.stats();
   std::array<double, kEach> mine{steady_median(loop.seconds), static_cast<double>(ms.peak_total), steady_median(loop.blocked)};
@@ -154,8 +139,6 @@ std::vector<double> gather_figures(const LoopResult& loop, runtime::Allocator& a
   return all;
 }
 
-// Rank 0's closing table: the slowest rank's time, the largest peak's memory by kind, each rank's
-// peak; returns the report's predicted and measured objects, with every rank's figures.
 ReportPair print_group_table(std::ostream& out, const PointPrediction& predicted, const std::vector<double>& all, int world) {
   Measured worst;
   worst.collectives = 0;
@@ -185,9 +168,8 @@ ReportPair print_group_table(std::ostream& out, const PointPrediction& predicted
   return against;
 }
 
-}  // namespace
-
 int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::ostream& out, std::ostream& err) {
+  if (s.elastic.on) return run_elastic_worker(s, place, out, err);
   if (gpus != place.world) {
     throw InputError("--gpus " + std::to_string(gpus) + " but " + place.from + " says the world has " + std::to_string(place.world) +
                      " workers");

@@ -1,0 +1,81 @@
+#include "launcher/launch/control.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graph/error.h"
+
+namespace tensoropt::control {
+
+void write_json(const std::string& path, const nlohmann::ordered_json& doc) {
+  const std::string temporary = path + ".tmp" + std::to_string(getpid());
+  {
+    std::ofstream f(temporary);
+    f << doc.dump(1) << "\n";
+    if (!f) throw InternalError("cannot write " + temporary);
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw InternalError("cannot rename " + temporary + " to " + path + ": " + ec.message());
+}
+
+std::optional<nlohmann::json> read_json(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return std::nullopt;
+  return doc;
+}
+
+bool job_alive(const std::string& dir) {
+  std::ifstream f(dir + "/launcher.pid");
+  long pid = 0;
+  if (!(f >> pid) || pid <= 0) return false;
+  return kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
+}
+
+void open_control(const std::string& dir, int min_gpus, int max_gpus) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir + "/ready", ec);
+  if (ec) throw InputError("--control " + dir + ": cannot make the directory (" + ec.message() + ")");
+  if (job_alive(dir)) throw InputError("--control " + dir + ": another elastic job runs there");
+  for (const char* stale : {"request.json", "switch.json", "status.json"}) std::filesystem::remove(dir + "/" + stale, ec);
+  for (const auto& entry : std::filesystem::directory_iterator(dir + "/ready", ec)) std::filesystem::remove(entry.path(), ec);
+  write_json(dir + "/limits.json", {{"min_gpus", min_gpus}, {"max_gpus", max_gpus}});
+  std::ofstream(dir + "/launcher.pid") << getpid() << "\n";
+}
+
+void request_resize(const std::string& dir, int gpus) {
+  const std::optional<nlohmann::json> limits = read_json(dir + "/limits.json");
+  if (!limits) throw InputError(dir + ": not the control directory of an elastic job (run --elastic --control DIR)");
+  if (!job_alive(dir)) throw InputError(dir + ": the job is gone (its launcher no longer runs)");
+  const int lo = limits->at("min_gpus").get<int>(), hi = limits->at("max_gpus").get<int>();
+  if (gpus < lo || gpus > hi) {
+    throw InputError("--gpus " + std::to_string(gpus) + " is outside the job's " + std::to_string(lo) + ".." + std::to_string(hi) +
+                     " (its --min-gpus and --max-gpus)");
+  }
+  const std::optional<nlohmann::json> last = read_json(dir + "/request.json");
+  const int64_t id = last ? last->value("id", int64_t{0}) + 1 : 1;
+  write_json(dir + "/request.json", {{"gpus", gpus}, {"id", id}});
+}
+
+nlohmann::json read_status(const std::string& dir) {
+  if (!read_json(dir + "/limits.json")) throw InputError(dir + ": not the control directory of an elastic job (run --elastic --control DIR)");
+  std::optional<nlohmann::json> status = read_json(dir + "/status.json");
+  if (!status) throw InputError(dir + ": the job has not finished a step yet (no status.json)");
+  status->emplace("running", job_alive(dir));
+  return *status;
+}
+
+std::string ready_path(const std::string& dir, int generation, int rank) {
+  return dir + "/ready/" + std::to_string(generation) + "." + std::to_string(rank);
+}
+
+}  // namespace tensoropt::control

@@ -1,0 +1,222 @@
+#include "launcher/launch/elastic_launch.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <ostream>
+#include <thread>
+
+#include "graph/error.h"
+#include "launcher/launch/control.h"
+#include "launcher/launch/local.h"
+#include "launcher/launch/spawn.h"
+#include "launcher/train/worker.h"
+#include "planner/training.h"
+#include "profiler/database.h"
+
+namespace tensoropt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+struct Member {
+  pid_t pid = 0;
+  int rank = 0, generation = 0;
+  bool done = false;
+  bool cancelled = false;  // stopped by the launcher: a resize abandoned, or the job ended first
+};
+
+// A resize under way: to `workers` as generation `generation`, from `from` workers.
+struct Pending {
+  int generation = 0, workers = 0, from = 0;
+  double requested_at = 0;
+  bool switched = false;  // the go-ahead is written
+};
+
+class Supervisor {
+ public:
+  Supervisor(const std::string& dir, const std::vector<std::string>& argv, const std::string& control, std::ostream& out, std::ostream& err)
+      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err) {}
+
+  int run(int gpus) {
+    world_ = gpus;
+    for (int r = 0; r < gpus; ++r) members_.push_back({start_worker(argv_, r, gpus, dir_, 0), r, 0});
+    while (true) {
+      reap();
+      if (std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.done; })) break;
+      if (!stopping_ && (failed_ >= 0 || stop_signal())) stop_all();
+      if (stopping_ && Clock::now() - stopping_since_ > std::chrono::seconds(5))
+        for (Member& m : members_)
+          if (!m.done) kill(m.pid, SIGKILL);
+      if (!stopping_) {
+        follow_status();
+        take_request();
+        go_ahead();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (stop_signal() && failed_ < 0) {
+      err_ << "tensoropt: stopped by signal " << stop_signal() << "; every worker was stopped\n";
+      return 130;
+    }
+    if (failed_ >= 0) {
+      err_ << "tensoropt: error: rank " << failed_rank_ << " of " << failed_world_ << " " << how_it_ended(failed_status_)
+           << "; the other workers were stopped\n";
+      return WIFEXITED(failed_status_) && WEXITSTATUS(failed_status_) == 2 ? 2 : 1;
+    }
+    return 0;
+  }
+
+ private:
+  // Every member that ended since the last sweep; of those that ended badly, a joining worker
+  // before the go-ahead abandons its resize, any other takes the group down (a killed one named
+  // before a peer that failed in a collective with it).
+  void reap() {
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Member& m = members_[i];
+      if (m.done) continue;
+      int status = 0;
+      if (waitpid(m.pid, &status, WNOHANG) != m.pid) continue;
+      m.done = true;
+      if (m.cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopping_) continue;
+      if (pending_ && m.generation == pending_->generation && !pending_->switched) {
+        err_ << "tensoropt: worker " << m.rank << " joining the job " << how_it_ended(status) << "; the resize to " << pending_->workers
+             << " workers is abandoned, the job goes on with " << world_ << "\n";
+        cancel(pending_->generation);
+        pending_.reset();
+        continue;
+      }
+      if (failed_ < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(failed_status_))) {
+        failed_ = static_cast<int>(i);
+        failed_rank_ = m.rank;
+        failed_world_ = m.generation > generation_ && pending_ ? pending_->workers : world_;
+        failed_status_ = status;
+      }
+    }
+  }
+
+  void stop_all() {
+    for (Member& m : members_)
+      if (!m.done) kill(m.pid, SIGTERM);
+    stopping_ = true;
+    stopping_since_ = Clock::now();
+  }
+
+  // Stops the joining workers of `generation`, whose ends are then no failure.
+  void cancel(int generation) {
+    for (Member& m : members_)
+      if (!m.done && m.generation == generation) {
+        m.cancelled = true;
+        kill(m.pid, SIGKILL);
+      }
+  }
+
+  // The group's generation as rank 0 last wrote it: a resize is complete once it reached the
+  // pending one; a finished job needs no joining worker.
+  void follow_status() {
+    const std::optional<nlohmann::json> status = control::read_json(control_ + "/status.json");
+    if (!status) return;
+    const int generation = status->value("generation", 0);
+    if (generation > generation_) {
+      generation_ = generation;
+      world_ = status->value("workers", world_);
+      if (pending_ && pending_->generation <= generation_) pending_.reset();
+    }
+    if (status->value("finished", false) && pending_) {
+      cancel(pending_->generation);
+      pending_.reset();
+    }
+  }
+
+  void take_request() {
+    if (pending_) return;  // a request waits for the resize under way
+    const std::optional<nlohmann::json> request = control::read_json(control_ + "/request.json");
+    if (!request || request->value("id", int64_t{0}) <= handled_) return;
+    handled_ = request->value("id", int64_t{0});
+    const int workers = request->value("gpus", world_);
+    if (workers == world_) {
+      out_ << "resize   to " << workers << " workers: the job has " << workers << " already\n" << std::flush;
+      return;
+    }
+    pending_ = Pending{generation_ + 1, workers, world_, wall_now()};
+    out_ << "resize   " << world_ << " -> " << workers << " workers requested"
+         << (workers > world_ ? ": starting " + std::to_string(workers - world_) + " worker(s), which load while the job trains" : "") << "\n"
+         << std::flush;
+    for (int r = world_; r < workers; ++r) members_.push_back({start_worker(argv_, r, workers, dir_, pending_->generation), r, pending_->generation});
+  }
+
+  void go_ahead() {
+    if (!pending_ || pending_->switched) return;
+    for (int r = pending_->from; r < pending_->workers; ++r)
+      if (!std::filesystem::exists(control::ready_path(control_, pending_->generation, r))) return;
+    control::write_json(control_ + "/switch.json", {{"generation", pending_->generation},
+                                                    {"workers", pending_->workers},
+                                                    {"requested_at", pending_->requested_at}});
+    pending_->switched = true;
+  }
+
+  std::string dir_;
+  std::vector<std::string> argv_;
+  std::string control_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::vector<Member> members_;
+  int generation_ = 0, world_ = 0;
+  int64_t handled_ = 0;
+  std::optional<Pending> pending_;
+  bool stopping_ = false;
+  Clock::time_point stopping_since_{};
+  int failed_ = -1, failed_rank_ = 0, failed_world_ = 0, failed_status_ = 0;
+};
+
+}  // namespace
+
+int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  const int lo = s.elastic.min_gpus, hi = s.elastic.max_gpus > 0 ? s.elastic.max_gpus : gpus;
+  if (lo > gpus || gpus > hi) {
+    throw InputError("--gpus " + std::to_string(gpus) + " is outside --min-gpus " + std::to_string(lo) + " .. --max-gpus " + std::to_string(hi));
+  }
+  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
+  if (s.dtype) planner::parse_precision(*s.dtype);
+  check_checkpoint_paths(s);
+  (void)kernel_threads(s, hi);
+  if (s.profile) (void)profiler::read_profile(*s.profile);
+  std::string counts;
+  for (int n = lo; n <= hi; ++n) {
+    counts += (counts.empty() ? "" : ",") + std::to_string(n);
+    if (!s.plan) continue;
+    const planner::StoredStrategy stored = checked_point(s, n);  // one line naming the count the plan lacks
+    if (!stored.settings) throw InputError("--elastic needs a plan file (plan --gpus " + std::to_string(lo) + "-... --json), not a strategy file: " + *s.plan);
+  }
+  return launch_workers(
+      argv, gpus, err,
+      [&](const std::string& dir, std::vector<std::string>& worker_argv) {
+        TrainSettings::Elastic e = s.elastic;
+        if (e.control.empty()) {
+          e.control = dir + "/control";
+          worker_argv.insert(worker_argv.end(), {"--control", e.control});
+        }
+        control::open_control(e.control, lo, hi);
+        out << "control  " << e.control << " (tensoropt status DIR, tensoropt resize DIR --gpus N; " << lo << ".." << hi << " workers)\n";
+        if (!s.plan) {
+          if (const int code = plan_for_workers(s, counts, dir, out, err); code != 0) return code;
+          worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
+        }
+        if (s.elastic.max_gpus <= 0) worker_argv.insert(worker_argv.end(), {"--max-gpus", std::to_string(hi)});
+        if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, hi))});
+        out << std::flush;
+        return 0;
+      },
+      [&](const std::string& dir, const std::vector<std::string>& worker_argv) {
+        const std::string control = s.elastic.control.empty() ? dir + "/control" : s.elastic.control;
+        return Supervisor(dir, worker_argv, control, out, err).run(gpus);
+      });
+}
+
+}  // namespace tensoropt

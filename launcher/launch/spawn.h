@@ -1,0 +1,32 @@
+// What the local launcher (local.cc) lends the elastic one (elastic_launch.cc): one worker started,
+// how a process ended, whether a stop signal came, and the plan made for the workers.
+// Not thread-safe (the launcher's signal handlers are process-wide).
+#pragma once
+
+#include <sys/types.h>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "launcher/train/settings.h"
+
+namespace tensoropt {
+
+// Forks worker `rank` of `world` running `argv` with RANK, WORLD_SIZE, LOCAL_RANK and the file
+// store in `dir` set (and TENSOROPT_GENERATION when generation >= 0); it dies with this process.
+// Rank 0 keeps stdout.
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation);
+
+// "exited with code 3", "killed by signal 9 (Killed)".
+std::string how_it_ended(int status);
+
+// The SIGINT or SIGTERM the launcher received, or 0.
+int stop_signal();
+
+// `tensoropt plan` for the run's model on `gpus` workers ("8", or a list "2,3,4") into
+// DIR/plan.json, its chosen line echoed. Returns 0, or the exit code the launcher ends with when
+// planning failed.
+int plan_for_workers(const TrainSettings& s, const std::string& gpus, const std::string& dir, std::ostream& out, std::ostream& err);
+
+}  // namespace tensoropt

@@ -1,0 +1,237 @@
+#include "launcher/train/elastic_worker.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "graph/units.h"
+#include "launcher/launch/control.h"
+#include "launcher/launch/group.h"
+#include "launcher/runtime/backend_registry.h"
+#include "launcher/runtime/data.h"
+#include "launcher/train/worker.h"
+#include "launcher/train/worker_parts.h"
+
+namespace tensoropt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using runtime::Array;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+int env_generation() {
+  const char* v = std::getenv("TENSOROPT_GENERATION");
+  return v ? std::atoi(v) : 0;
+}
+
+// A joining worker waits for the launcher's go-ahead to its generation (it dies with the launcher,
+// which stops it when the job ends first).
+void wait_for_switch(const std::string& control, int generation) {
+  while (true) {
+    if (std::optional<nlohmann::json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// The whole model and optimizer state and the step count, from rank 0 to every worker of a new
+// generation (a collective). On rank 0 `whole`, `state` and `steps` are what the old group
+// gathered; elsewhere `whole` is what a survivor gathered (the same) or empty on a joining worker,
+// which receives into `arrays`' own (load_state's) arrays and new optimizer slots. Afterwards
+// `arrays` holds the whole value of every tensor rank 0 sent, and `state` the whole slots.
+void share_whole(comm::Communicator& c, runtime::Backend& backend, std::map<int, Array>& whole, std::map<int, std::vector<Array>>& state,
+                 int64_t& steps, std::map<int, Array>& arrays) {
+  const comm::Group world = c.world();
+  std::vector<int64_t> head = {steps, static_cast<int64_t>(whole.size()), static_cast<int64_t>(state.size())};
+  c.broadcast(head.data(), 3, DType::I64, 0, world);
+  steps = head[0];
+  std::vector<int64_t> keys;
+  if (c.rank() == 0) {
+    for (const auto& [t, a] : whole) keys.push_back(t);
+    for (const auto& [t, slots] : state) keys.insert(keys.end(), {t, static_cast<int64_t>(slots.size())});
+  }
+  keys.resize(static_cast<size_t>(head[1] + 2 * head[2]));
+  c.broadcast(keys.data(), static_cast<int64_t>(keys.size()), DType::I64, 0, world);
+  for (int64_t i = 0; i < head[1]; ++i) {
+    const int t = static_cast<int>(keys[static_cast<size_t>(i)]);
+    Array buffer = whole.count(t) ? whole.at(t) : arrays.at(t);
+    c.broadcast(buffer.raw(), buffer.numel(), buffer.dtype(), 0, world);
+    arrays[t] = buffer;
+  }
+  for (int64_t i = 0; i < head[2]; ++i) {
+    const int t = static_cast<int>(keys[static_cast<size_t>(head[1] + 2 * i)]);
+    const auto count = static_cast<size_t>(keys[static_cast<size_t>(head[1] + 2 * i + 1)]);
+    std::vector<Array>& slots = state[t];
+    const Array& like = arrays.at(t);
+    while (slots.size() < count) slots.emplace_back(like.dtype(), like.shape(), backend.allocator(), runtime::MemoryKind::OptimizerState);
+    for (Array& slot : slots) c.broadcast(slot.raw(), slot.numel(), slot.dtype(), 0, world);
+  }
+  whole.clear();
+}
+
+}  // namespace
+
+int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::ostream& out, std::ostream& err) {
+  (void)err;  // a worker's errors are exceptions, reported by main
+  const std::string& control = s.elastic.control;
+  WorkerPlace place = start;
+  int generation = env_generation();
+  const bool joined = generation > 0;
+  const bool lead = place.rank == 0;
+  const int threads = kernel_threads(s);
+  planner::StoredStrategy stored = checked_point(s, place.world);
+  const Graph g = import_for(s, point_settings(s, stored));
+  const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads, place.local_rank});
+  runtime::Backend& backend = *device;
+  std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
+                                                     : runtime::synthetic_data(g, s.loss, s.seed, backend);
+  // The model's arrays (shards of the parameters while a generation trains); `whole` and `state`
+  // carry the whole model and optimizer state from one generation to the next.
+  std::map<int, Array> arrays, whole;
+  std::map<int, std::vector<Array>> state;
+  int64_t steps_done = 0;
+  {
+    runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
+    if (!joined) {
+      Resumed resumed = read_checkpoint(s, g, backend, loaded);
+      if (resumed.had_state) state = std::move(resumed.state);
+      steps_done = resumed.steps;
+    }
+    arrays = std::move(loaded.arrays);  // a joining worker's values come from rank 0
+  }
+  if (joined) {
+    control::write_json(control::ready_path(control, generation, place.rank), {{"pid", getpid()}});
+    wait_for_switch(control, generation);
+  }
+  bool from_whole = joined;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array(), resizes = nlohmann::ordered_json::array();
+  // The resize under way: when the old group stopped, what it had, and when it was asked for.
+  Clock::time_point handover_from{};
+  double requested_at = 0;
+  int from_workers = 0;
+  int64_t at_step = 0;
+  const bool bf16 = point_settings(s, stored).training.precision == planner::Precision::Bf16;
+  while (true) {
+    stored = checked_point(s, place.world);
+    const planner::PlanSettings ps = point_settings(s, stored);
+    const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, place.world, threads, &backend);
+    const PointPrediction predicted = predict_for(s, g, ps, stored, threads, costs);
+    Group group = join_group(place, backend, "g" + std::to_string(generation));
+    comm::Communicator& communicator = *group.timed;
+    const runtime::Sharding sh{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding};
+    if (from_whole) share_whole(communicator, backend, whole, state, steps_done, arrays);
+    for (auto& [t, a] : arrays)
+      if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
+    runtime::ShardedExecutor ex(g, backend, arrays, sh, s.loss, bf16);
+    runtime::Optimizer optimizer(s.optimizer, backend, ex.optimizer_weights(), ex.gradient_tensors());
+    if (!state.empty()) ex.scatter_state(state, optimizer);
+    state.clear();
+    optimizer.set_steps(steps_done);
+    backend.allocator().reset_peaks();
+    if (lead) {
+      if (!from_whole) out << model_line(s, g.batch, bf16);
+      out << "workers  " << place.world << " (" << place.from << ", elastic " << s.elastic.min_gpus << ".." << s.elastic.max_gpus << ", control "
+          << control << "), " << backend.name() << ", " << threads << " thread(s) each, " << group.tensors_over << "; mesh " << predicted.mesh.str() << "\n";
+      out << "strategy " << stored.where << "\n" << std::flush;
+      if (from_whole) {
+        const double pause = seconds_since(handover_from), asked = wall_now() - requested_at;
+        resizes.push_back({{"from", from_workers}, {"to", place.world}, {"at_step", at_step}, {"pause_s", pause}, {"request_to_first_step_s", asked}});
+        out << "resized  " << from_workers << " -> " << place.world << " workers after step " << at_step << ": paused " << human_seconds(pause)
+            << ", " << human_seconds(asked) << " from the request\n" << std::flush;
+      }
+    }
+    // After each step: rank 0 looks for the go-ahead to the next generation and writes the status;
+    // the group learns whether to hand over now, and to how many workers.
+    int next = 0;
+    Clock::time_point last_status{}, last_step = Clock::now();
+    std::vector<double> intervals;
+    const auto status = [&](int64_t step, bool finished) {
+      std::vector<double> sorted = intervals;
+      std::sort(sorted.begin(), sorted.end());
+      control::write_json(control + "/status.json",
+                          {{"generation", generation}, {"step", step}, {"steps", s.steps}, {"workers", place.world},
+                           {"samples", step * g.batch}, {"point", stored.where}, {"mesh", predicted.mesh.str()},
+                           {"predicted_step_s", predicted.cost.time}, {"measured_step_s", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]},
+                           {"resizes", resizes}, {"finished", finished}});
+      last_status = Clock::now();
+    };
+    LoopOptions lo;
+    lo.first = steps_done + 1;
+    lo.count = s.steps - steps_done;
+    lo.batch = g.batch;
+    lo.out = lead ? &out : nullptr;
+    lo.memory_in_report = false;
+    lo.blocked_clock = [&group] { return group.timed->blocked_seconds(); };
+    lo.stop_after = [&](int64_t step) {
+      intervals.push_back(seconds_since(last_step));
+      last_step = Clock::now();
+      int64_t message[2] = {0, 0};
+      if (lead) {
+        std::optional<nlohmann::json> sw = control::read_json(control + "/switch.json");
+        if (sw && sw->value("generation", 0) == generation + 1 && step < s.steps) {
+          message[0] = 1;
+          message[1] = sw->value("workers", 0);
+          requested_at = sw->value("requested_at", wall_now());
+        }
+        if (step < s.steps && (message[0] || seconds_since(last_status) > 0.2)) status(step, false);
+      }
+      group.gloo->broadcast(message, 2, DType::I64, 0, group.gloo->world());
+      if (message[0] == 0) return false;
+      next = static_cast<int>(message[1]);
+      handover_from = Clock::now();
+      at_step = step;
+      from_workers = place.world;
+      return true;
+    };
+    const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
+                                      [&](runtime::Batch batch, const runtime::StepContext& ctx) {
+                                        const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
+                                        optimizer.step(ex);
+                                        ex.after_optimizer_step();
+                                        backend.synchronize();
+                                        return loss;
+                                      },
+                                      lo);
+    for (const auto& entry : loop.steps) {
+      nlohmann::ordered_json e = entry;
+      e["workers"] = place.world;
+      steps.push_back(std::move(e));
+    }
+    if (next == 0) {  // every step done
+      if (s.save) save_whole(s, g, backend, ex, optimizer, communicator, lead, out);
+      const std::vector<double> all = gather_figures(loop, backend.allocator(), *group.gloo, place.world);
+      if (!lead) return 0;
+      status(optimizer.steps(), true);
+      const ReportPair against = print_group_table(out, predicted, all, place.world);
+      if (s.report) {
+        nlohmann::ordered_json report;
+        report["model"] = report_model(s, g.batch);
+        report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
+        report["device"] = report_device(backend, place.world, threads, s.cluster);
+        report["costs"] = report_costs(costs);
+        report["optimizer"] = report_optimizer(s);
+        report["resizes"] = resizes;
+        finish_report(report, bf16 ? "bf16" : "fp32", steps, against, *s.report);
+      }
+      return 0;
+    }
+    // The handover: every worker of this generation gathers the whole state; those not in the
+    // next one leave.
+    whole = ex.gather_whole(optimizer, state);
+    steps_done = optimizer.steps();
+    if (place.rank >= next) return 0;
+    place.world = next;
+    ++generation;
+    from_whole = true;
+  }
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,32 @@
+// One worker of an elastic job (`run --elastic`, docs/runtime.md "Elastic jobs"): it trains as
+// run_worker does, in generations. A generation is a group of N workers meeting in the store under
+// its own prefix and running the plan's point for N (the plan holds a frontier for every count the
+// job may take). After each step rank 0 looks for the launcher's go-ahead (switch.json,
+// launcher/launch/control.h) and tells the others (a broadcast of two integers); at that step's end
+// the group hands over: every worker gathers the whole model and optimizer state
+// (ShardedExecutor::gather_whole), those whose rank is not below the new count exit, the others
+// meet the joining workers as the next generation, rank 0 broadcasts the state to it, and each
+// worker takes its shard of the new point. The step count and the data position go on: the
+// global batch is the same at every size and each step's batch a function of the step alone
+// (runtime/data.h), so the losses and samples are those of an unresized run.
+//
+// A joining worker (TENSOROPT_GENERATION G > 0) imports the model and sets its backend up while
+// the old group trains, says it is ready (control::ready_path), waits for the go-ahead, then meets
+// generation G.
+//
+// Rank 0 writes the control directory's status.json (step, workers, samples consumed, the point
+// and mesh, predicted and measured step time, the resizes with their pause) and, with --report,
+// every step (with its "workers" and "samples") and the resizes.
+// Errors: as run_worker. Not thread-safe (one per process).
+#pragma once
+
+#include <iosfwd>
+
+#include "launcher/launch/place.h"
+#include "launcher/train/settings.h"
+
+namespace tensoropt {
+
+int run_elastic_worker(const TrainSettings& s, const WorkerPlace& place, std::ostream& out, std::ostream& err);
+
+}  // namespace tensoropt
