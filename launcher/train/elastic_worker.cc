@@ -181,7 +181,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
           message[1] = sw->value("workers", 0);
           requested_at = sw->value("requested_at", wall_now());
         }
-        if (step < s.steps && (message[0] || seconds_since(last_status) > 0.2)) status(step, false);
+        // At most every 0.2 s, and at once after a generation's first step and at a handover.
+        if (step < s.steps && (message[0] || step == lo.first || seconds_since(last_status) > 0.2)) status(step, false);
       }
       group.gloo->broadcast(message, 2, DType::I64, 0, group.gloo->world());
       if (message[0] == 0) return false;

@@ -1,0 +1,224 @@
+// `tensoropt run --elastic`, resized while it runs through `tensoropt resize` and watched through
+// `tensoropt status`, as a user (or a cluster scheduler) drives it: the GPT fixture on PyTorch's
+// data resized 2 -> 3 -> 1 and 1 -> 4 -> 2 workers gives the losses, the samples and the final
+// weights of an unresized run, at the plan's chosen points (data parallel) and at each count's
+// smallest point (ZeRO-2, with some tensor parallelism); bad requests are one line and exit 2.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "tests/children.h"
+#include "tests/cli/binary.h"
+
+namespace tensoropt {
+namespace {
+
+using test::run_cli;
+using test::slurp;
+
+const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
+const std::string kGpt = kFix + "gpt.onnx";
+// The whole fixture (12 rows) every step; the steps are many, so that the resizes fall within them,
+// and the rate small, so that 300 steps of fp32 sums in other orders stay within 1e-5 of each other
+// (at 1e-3, 600 steps: 4 workers end 1e-3 from one device unresized).
+const std::string kOpt = " --batch 12 --steps 300 --lr 0.0001 --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy";
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Every float initializer of an ONNX file, by name.
+std::map<std::string, std::vector<float>> weights(const std::string& path) {
+  onnx::ModelProto m;
+  std::ifstream f(path, std::ios::binary);
+  REQUIRE(m.ParseFromIstream(&f));
+  std::map<std::string, std::vector<float>> out;
+  for (const onnx::TensorProto& t : m.graph().initializer()) {
+    if (t.data_type() != onnx::TensorProto::FLOAT) continue;
+    std::vector<float>& v = out[t.name()];
+    if (t.has_raw_data()) {
+      v.resize(t.raw_data().size() / 4);
+      std::memcpy(v.data(), t.raw_data().data(), v.size() * 4);
+    } else {
+      v.assign(t.float_data().begin(), t.float_data().end());
+    }
+  }
+  return out;
+}
+
+// An elastic job started in the background; its exit code lands in DIR/rc.
+struct Job {
+  std::string dir, control;
+  Job(const std::string& d, const std::string& args) : dir(d), control(d + "/control") {
+    const std::string command = "( " + std::string(TENSOROPT_BINARY) + " run " + args + " --control " + control + " >" + dir + "/out 2>" + dir +
+                                "/err </dev/null; echo $? >" + dir + "/rc.tmp; mv " + dir + "/rc.tmp " + dir + "/rc ) &";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  // The job's status once `ok` holds for it (or it ended), within a minute.
+  nlohmann::json wait_for(const std::function<bool(const nlohmann::json&)>& ok) {
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
+      const std::string text = slurp(control + "/status.json");
+      const nlohmann::json st = nlohmann::json::parse(text, nullptr, false);
+      if (!st.is_discarded() && (ok(st) || st.value("finished", false))) return st;
+      if (std::filesystem::exists(dir + "/rc")) return st;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return nlohmann::json::object();
+  }
+  int finish() {
+    const auto start = std::chrono::steady_clock::now();
+    while (!std::filesystem::exists(dir + "/rc")) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+        std::ifstream pid(control + "/launcher.pid");
+        long p = 0;
+        if (pid >> p && p > 0) kill(static_cast<pid_t>(p), SIGKILL);  // its workers die with it
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return std::stoi(slurp(dir + "/rc"));
+  }
+};
+
+// The run resized through `sizes` (the first its start) and its report.
+nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes, const std::string& extra) {
+  std::filesystem::create_directories(dir);
+  const int most = *std::max_element(sizes.begin(), sizes.end());
+  Job job(dir, kGpt + " --elastic --gpus " + std::to_string(sizes[0]) + " --min-gpus 1 --max-gpus " + std::to_string(most) + kOpt + extra +
+                   " --save " + dir + "/ck.onnx --report " + dir + "/report.json");
+  job.wait_for([](const nlohmann::json&) { return true; });
+  const test::CliResult outside = run_cli("resize " + job.control + " --gpus " + std::to_string(most + 1));
+  CHECK(outside.code == 2);
+  CHECK(has(outside.err, "outside the job's 1.." + std::to_string(most)));
+  for (size_t i = 1; i < sizes.size(); ++i) {
+    const test::CliResult r = run_cli("resize " + job.control + " --gpus " + std::to_string(sizes[i]));
+    CHECK_MESSAGE(r.code == 0, r.err);
+    const int want = sizes[i];
+    const nlohmann::json st = job.wait_for([want](const nlohmann::json& s) { return s.value("workers", 0) == want; });
+    CHECK_MESSAGE(st.value("workers", 0) == want, st.dump());
+  }
+  const int code = job.finish();
+  REQUIRE_MESSAGE(code == 0, slurp(dir + "/err"));
+  const std::string out = slurp(dir + "/out");
+  CHECK(has(out, "control  " + job.control));
+  const nlohmann::json report = nlohmann::json::parse(slurp(dir + "/report.json"));
+  // status reads the finished job: its last step, its workers and its resizes.
+  const test::CliResult status = run_cli("status " + job.control + " --json");
+  REQUIRE(status.code == 0);
+  const nlohmann::json st = nlohmann::json::parse(status.out);
+  CHECK(st.at("step") == 300);
+  CHECK(st.at("finished") == true);
+  CHECK(st.at("workers") == sizes.back());
+  CHECK(st.at("resizes") == report.at("resizes"));
+  CHECK(has(run_cli("status " + job.control).out, "resized  " + std::to_string(sizes[0]) + " -> " + std::to_string(sizes[1])));
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the losses, samples and weights of an unresized run") {
+  test::TempDir dir;
+  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --save " + dir.path + "/one.onnx --report " + dir.path + "/one.json");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json"));
+  const std::map<std::string, std::vector<float>> want_weights = weights(dir.path + "/one.onnx");
+  // The chosen points (data parallel), then each count's smallest point of a plan made here.
+  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 12 --cluster cpu --json " + dir.path + "/plan.json");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  nlohmann::json smallest = nlohmann::json::parse(slurp(dir.path + "/plan.json"));
+  bool zero2 = false, tensor = false;
+  for (auto& f : smallest["frontiers"]) {
+    f["chosen"] = f["points"].size() - 1;
+    const std::string summary = f["points"].back()["summary"];
+    zero2 = zero2 || has(summary, "ZeRO-2");
+    tensor = tensor || has(summary, "TP");
+  }
+  CHECK(zero2);
+  CHECK(tensor);
+  std::ofstream(dir.path + "/smallest.json") << smallest.dump();
+  int run = 0;
+  for (const std::string& points : {std::string(), " --plan " + dir.path + "/smallest.json"}) {
+    for (const std::vector<int>& sizes : {std::vector<int>{2, 3, 1}, std::vector<int>{1, 4, 2}}) {
+      CAPTURE(points);
+      CAPTURE(sizes[0]);
+      const std::string here = dir.path + "/run" + std::to_string(run++);
+      const nlohmann::json got = resized_run(here, sizes, points);
+      const nlohmann::json& resizes = got.at("resizes");
+      REQUIRE(resizes.size() == 2);
+      MESSAGE("resized after steps " << resizes[0]["at_step"] << " and " << resizes[1]["at_step"]);
+      for (size_t i = 0; i < 2; ++i) {
+        CHECK(resizes[i].at("from") == sizes[i]);
+        CHECK(resizes[i].at("to") == sizes[i + 1]);
+        CHECK(resizes[i].at("pause_s").get<double>() < 5.0);
+      }
+      const auto& steps = got.at("steps");
+      REQUIRE(steps.size() == want.at("steps").size());
+      for (size_t k = 0; k < steps.size(); ++k) {
+        CAPTURE(k);
+        CHECK(steps[k].at("loss").get<double>() == doctest::Approx(want["steps"][k]["loss"].get<double>()).epsilon(1e-5));
+        CHECK(steps[k].at("samples") == want["steps"][k]["samples"]);
+        // Every sample of the 12 rows once per epoch (one step here), in the file's order.
+        for (size_t j = 0; j < 12; ++j) CHECK(steps[k]["samples"][j] == static_cast<int>(j));
+        const int workers = steps[k].at("workers");
+        const int at = static_cast<int>(k) + 1;
+        CHECK(workers == (at <= resizes[0]["at_step"].get<int>() ? sizes[0] : at <= resizes[1]["at_step"].get<int>() ? sizes[1] : sizes[2]));
+      }
+      const std::map<std::string, std::vector<float>> got_weights = weights(here + "/ck.onnx");
+      REQUIRE(got_weights.size() == want_weights.size());
+      for (const auto& [name, w] : want_weights) {
+        CAPTURE(name);
+        REQUIRE(got_weights.count(name) == 1);
+        const std::vector<float>& g = got_weights.at(name);
+        REQUIRE(g.size() == w.size());
+        double worst = 0, scale = 1e-3;
+        for (size_t i = 0; i < w.size(); ++i) {
+          worst = std::max(worst, static_cast<double>(std::abs(g[i] - w[i])));
+          scale = std::max(scale, static_cast<double>(std::abs(w[i])));
+        }
+        CHECK(worst <= 1e-4 * scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 2") {
+  test::TempDir dir;
+  const auto refused = [](const test::CliResult& r, const std::string& part) {
+    CAPTURE(r.err);
+    CHECK(r.code == 2);
+    CHECK(test::lines(r.err) == 1);
+    CHECK(has(r.err, part));
+  };
+  refused(run_cli("status " + dir.path), "not the control directory of an elastic job");
+  refused(run_cli("resize " + dir.path + " --gpus 2"), "not the control directory of an elastic job");
+  refused(run_cli("run " + kGpt + " --gpus 2 --max-gpus 4"), "--max-gpus");
+  refused(run_cli("run " + kGpt + " --elastic --gpus 3 --max-gpus 2"), "outside --min-gpus 1 .. --max-gpus 2");
+  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2 --batch 12 --cluster cpu --json " + dir.path + "/plan12.json");
+  REQUIRE(plan.code == 0);
+  refused(run_cli("run " + kGpt + " --elastic --gpus 2 --max-gpus 3 --batch 12 --plan " + dir.path + "/plan12.json"), "3");
+  // A finished job: resize says it is gone; status still reads it.
+  const std::string control = dir.path + "/control";
+  const test::CliResult done = run_cli("run " + kGpt + " --elastic --gpus 2 --max-gpus 3 --steps 2" + std::string(" --batch 12 --control ") + control);
+  REQUIRE_MESSAGE(done.code == 0, done.err);
+  refused(run_cli("resize " + control + " --gpus 3"), "the job is gone");
+  const test::CliResult status = run_cli("status " + control);
+  CHECK(status.code == 0);
+  CHECK(has(status.out, "finished"));
+  CHECK(has(status.out, "step     2 of 2"));
+}
+
+}  // namespace tensoropt
