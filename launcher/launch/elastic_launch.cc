@@ -189,7 +189,8 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
   if (s.profile) (void)profiler::read_profile(*s.profile);
   std::string counts;
   for (int n = lo; n <= hi; ++n) {
-    counts += (counts.empty() ? "" : ",") + std::to_string(n);
+    if (!counts.empty()) counts += ',';
+    counts += std::to_string(n);
     if (!s.plan) continue;
     const planner::StoredStrategy stored = checked_point(s, n);  // one line naming the count the plan lacks
     if (!stored.settings) throw InputError("--elastic needs a plan file (plan --gpus " + std::to_string(lo) + "-... --json), not a strategy file: " + *s.plan);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <ostream>
 #include <thread>
@@ -33,6 +34,8 @@ int env_generation() {
   return v ? std::atoi(v) : 0;
 }
 
+std::string group_prefix(int generation) { return std::string("g").append(std::to_string(generation)); }
+
 // A joining worker waits for the launcher's go-ahead to its generation (it dies with the launcher,
 // which stops it when the job ends first).
 void wait_for_switch(const std::string& control, int generation) {
@@ -42,29 +45,61 @@ void wait_for_switch(const std::string& control, int generation) {
   }
 }
 
-// The whole model and optimizer state and the step count, from rank 0 to every worker of a new
-// generation (a collective). On rank 0 `whole`, `state` and `steps` are what the old group
-// gathered; elsewhere `whole` is what a survivor gathered (the same) or empty on a joining worker,
-// which receives into `arrays`' own (load_state's) arrays and new optimizer slots. Afterwards
-// `arrays` holds the whole value of every tensor rank 0 sent, and `state` the whole slots.
-void share_whole(comm::Communicator& c, runtime::Backend& backend, std::map<int, Array>& whole, std::map<int, std::vector<Array>>& state,
-                 int64_t& steps, std::map<int, Array>& arrays) {
-  const comm::Group world = c.world();
-  std::vector<int64_t> head = {steps, static_cast<int64_t>(whole.size()), static_cast<int64_t>(state.size())};
-  c.broadcast(head.data(), 3, DType::I64, 0, world);
-  steps = head[0];
-  std::vector<int64_t> keys;
-  if (c.rank() == 0) {
-    for (const auto& [t, a] : whole) keys.push_back(t);
-    for (const auto& [t, slots] : state) keys.insert(keys.end(), {t, static_cast<int64_t>(slots.size())});
+// The arrays of one dtype moved as one: packed into one buffer on the root, broadcast, unpacked
+// elsewhere (a broadcast per tensor would pay the collective's latency a hundred times).
+void broadcast_packed(comm::Communicator& c, runtime::Backend& backend, const std::vector<Array*>& arrays) {
+  if (arrays.empty()) return;
+  int64_t total = 0;
+  for (const Array* a : arrays) total += a->numel();
+  Array packed(arrays.front()->dtype(), {total}, backend.allocator(), runtime::MemoryKind::Transients);
+  const auto each = [&](bool pack) {
+    int64_t at = 0;
+    for (Array* a : arrays) {
+      Array flat = a->view({a->numel()});
+      if (pack) backend.copy_slab(flat, 0, 0, packed, at, a->numel());
+      else backend.copy_slab(packed, 0, at, flat, 0, a->numel());
+      at += a->numel();
+    }
+  };
+  if (c.rank() == 0) each(true);
+  c.broadcast(packed.raw(), total, packed.dtype(), 0, c.world());
+  if (c.rank() != 0) each(false);
+}
+
+// The whole model and optimizer state into `arrays` and `state` for the new generation. Growing
+// (`grow`: the group has joining workers), rank 0 sends its whole model, optimizer state and step
+// count to every worker (a collective); a joining worker receives into `arrays`' own (load_state's)
+// arrays and new optimizer slots. Shrinking, each survivor has them already (gather_whole).
+void share_whole(comm::Communicator& c, runtime::Backend& backend, bool grow, size_t tensors, std::map<int, Array>& whole,
+                 std::map<int, std::vector<Array>>& state, int64_t& steps, std::map<int, Array>& arrays) {
+  if (!grow) {
+    for (auto& [t, a] : whole) arrays[t] = a;
+    whole.clear();
+    return;
   }
-  keys.resize(static_cast<size_t>(head[1] + 2 * head[2]));
-  c.broadcast(keys.data(), static_cast<int64_t>(keys.size()), DType::I64, 0, world);
+  // One message: the step count, how many tensors and optimizer states follow, their tensors and
+  // slot counts; its length bounded by the graph's tensor count, which every worker knows.
+  std::vector<int64_t> keys(3 + 3 * tensors, 0);
+  if (c.rank() == 0) {
+    keys[0] = steps;
+    keys[1] = static_cast<int64_t>(whole.size());
+    keys[2] = static_cast<int64_t>(state.size());
+    size_t at = 3;
+    for (const auto& [t, a] : whole) keys[at++] = t;
+    for (const auto& [t, slots] : state) {
+      keys[at++] = t;
+      keys[at++] = static_cast<int64_t>(slots.size());
+    }
+  }
+  c.broadcast(keys.data(), static_cast<int64_t>(keys.size()), DType::I64, 0, c.world());
+  steps = keys[0];
+  const std::vector<int64_t> head = {keys[0], keys[1], keys[2]};
+  keys.erase(keys.begin(), keys.begin() + 3);
+  std::map<DType, std::vector<Array*>> by_dtype;
   for (int64_t i = 0; i < head[1]; ++i) {
     const int t = static_cast<int>(keys[static_cast<size_t>(i)]);
-    Array buffer = whole.count(t) ? whole.at(t) : arrays.at(t);
-    c.broadcast(buffer.raw(), buffer.numel(), buffer.dtype(), 0, world);
-    arrays[t] = buffer;
+    if (whole.count(t)) arrays[t] = whole.at(t);
+    by_dtype[arrays.at(t).dtype()].push_back(&arrays.at(t));
   }
   for (int64_t i = 0; i < head[2]; ++i) {
     const int t = static_cast<int>(keys[static_cast<size_t>(head[1] + 2 * i)]);
@@ -72,8 +107,9 @@ void share_whole(comm::Communicator& c, runtime::Backend& backend, std::map<int,
     std::vector<Array>& slots = state[t];
     const Array& like = arrays.at(t);
     while (slots.size() < count) slots.emplace_back(like.dtype(), like.shape(), backend.allocator(), runtime::MemoryKind::OptimizerState);
-    for (Array& slot : slots) c.broadcast(slot.raw(), slot.numel(), slot.dtype(), 0, world);
+    for (Array& slot : slots) by_dtype[slot.dtype()].push_back(&slot);
   }
+  for (auto& [dtype, list] : by_dtype) broadcast_packed(c, backend, list);
   whole.clear();
 }
 
@@ -116,18 +152,34 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   // The resize under way: when the old group stopped, what it had, and when it was asked for.
   Clock::time_point handover_from{};
   double requested_at = 0;
-  int from_workers = 0;
+  int from_workers = joined ? 0 : place.world;
   int64_t at_step = 0;
   const bool bf16 = point_settings(s, stored).training.precision == planner::Precision::Bf16;
+  // The group of the generation running, and the one before it being closed beside the next one's
+  // start (closing Gloo's contexts waits for their threads: tens of milliseconds).
+  std::unique_ptr<Group> group;
+  std::future<std::unique_ptr<Group>> next_group;  // the next generation's, met during the last step
+  std::thread retiring;
+  const auto retire = [&] {
+    if (retiring.joinable()) retiring.join();
+    retiring = std::thread([old = std::move(group)]() mutable { old.reset(); });
+  };
+  struct JoinAtExit {
+    std::thread& t;
+    ~JoinAtExit() {
+      if (t.joinable()) t.join();
+    }
+  } join_at_exit{retiring};
   while (true) {
     stored = checked_point(s, place.world);
     const planner::PlanSettings ps = point_settings(s, stored);
     const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, place.world, threads, &backend);
     const PointPrediction predicted = predict_for(s, g, ps, stored, threads, costs);
-    Group group = join_group(place, backend, "g" + std::to_string(generation));
-    comm::Communicator& communicator = *group.timed;
+    if (group) retire();
+    group = next_group.valid() ? next_group.get() : std::make_unique<Group>(join_group(place, backend, group_prefix(generation)));
+    comm::Communicator& communicator = *group->timed;
     const runtime::Sharding sh{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding};
-    if (from_whole) share_whole(communicator, backend, whole, state, steps_done, arrays);
+    if (from_whole) share_whole(communicator, backend, place.world > from_workers, g.tensors.size(), whole, state, steps_done, arrays);
     for (auto& [t, a] : arrays)
       if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = runtime::home_shard(sh, g, t, a, backend, runtime::MemoryKind::Parameters);
     runtime::ShardedExecutor ex(g, backend, arrays, sh, s.loss, bf16);
@@ -139,7 +191,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     if (lead) {
       if (!from_whole) out << model_line(s, g.batch, bf16);
       out << "workers  " << place.world << " (" << place.from << ", elastic " << s.elastic.min_gpus << ".." << s.elastic.max_gpus << ", control "
-          << control << "), " << backend.name() << ", " << threads << " thread(s) each, " << group.tensors_over << "; mesh " << predicted.mesh.str() << "\n";
+          << control << "), " << backend.name() << ", " << threads << " thread(s) each, " << group->tensors_over << "; mesh " << predicted.mesh.str()
+          << "\n";
       out << "strategy " << stored.where << "\n" << std::flush;
       if (from_whole) {
         const double pause = seconds_since(handover_from), asked = wall_now() - requested_at;
@@ -148,9 +201,12 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
             << ", " << human_seconds(asked) << " from the request\n" << std::flush;
       }
     }
-    // After each step: rank 0 looks for the go-ahead to the next generation and writes the status;
-    // the group learns whether to hand over now, and to how many workers.
+    // Rank 0 writes the status after a generation's first step, then at most every 0.2 s. The
+    // group learns whether to hand over at check steps: every step at first, then about every
+    // 0.1 s of steps (one broadcast of a few integers each: on this machine's Gloo a step's worth
+    // of latency, so not every step), rank 0 telling the others the next one.
     int next = 0;
+    int64_t next_check = steps_done + 1;
     Clock::time_point last_status{}, last_step = Clock::now();
     std::vector<double> intervals;
     const auto status = [&](int64_t step, bool finished) {
@@ -169,28 +225,51 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     lo.batch = g.batch;
     lo.out = lead ? &out : nullptr;
     lo.memory_in_report = false;
-    lo.blocked_clock = [&group] { return group.timed->blocked_seconds(); };
+    lo.blocked_clock = [&group] { return group->timed->blocked_seconds(); };
+    int64_t switch_after = 0;
     lo.stop_after = [&](int64_t step) {
       intervals.push_back(seconds_since(last_step));
       last_step = Clock::now();
-      int64_t message[2] = {0, 0};
+      if (lead && step < s.steps && (step == lo.first || seconds_since(last_status) > 0.2)) status(step, false);
+      if (step == switch_after) {
+        handover_from = Clock::now();
+        at_step = step;
+        from_workers = place.world;
+        return true;
+      }
+      if (step != next_check) return false;
+      int64_t message[3] = {0, 0, 0};
       if (lead) {
         std::optional<nlohmann::json> sw = control::read_json(control + "/switch.json");
-        if (sw && sw->value("generation", 0) == generation + 1 && step < s.steps) {
+        if (sw && sw->value("generation", 0) == generation + 1 && step + 1 < s.steps) {
           message[0] = 1;
           message[1] = sw->value("workers", 0);
           requested_at = sw->value("requested_at", wall_now());
+          status(step, false);
         }
-        // At most every 0.2 s, and at once after a generation's first step and at a handover.
-        if (step < s.steps && (message[0] || step == lo.first || seconds_since(last_status) > 0.2)) status(step, false);
+        std::vector<double> sorted = intervals;
+        std::sort(sorted.begin(), sorted.end());
+        const double typical = std::max(sorted[sorted.size() / 2], 1e-6);
+        // The next check about 0.1 s of steps on; at a go-ahead, the step to hand over after,
+        // about 0.05 s on.
+        const auto ahead = [&](double seconds) { return intervals.size() < 3 ? 1 : std::clamp<int64_t>(static_cast<int64_t>(seconds / typical), 1, 10000); };
+        message[2] = message[0] ? std::min(step + ahead(0.05), s.steps - 1) : step + ahead(0.1);
       }
-      group.gloo->broadcast(message, 2, DType::I64, 0, group.gloo->world());
+      group->gloo->broadcast(message, 3, DType::I64, 0, group->gloo->world());
+      next_check = message[2];
       if (message[0] == 0) return false;
+      // The go-ahead: a few more steps here (about 0.05 s) while the workers staying meet the
+      // joining ones as the next generation (its rendezvous overlaps them), then the handover.
       next = static_cast<int>(message[1]);
-      handover_from = Clock::now();
-      at_step = step;
-      from_workers = place.world;
-      return true;
+      switch_after = message[2];
+      if (place.rank < next) {
+        WorkerPlace staying = place;
+        staying.world = next;
+        next_group = std::async(std::launch::async, [staying, &backend, prefix = group_prefix(generation + 1)] {
+          return std::make_unique<Group>(join_group(staying, backend, prefix));
+        });
+      }
+      return false;
     };
     const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
                                       [&](runtime::Batch batch, const runtime::StepContext& ctx) {
@@ -208,7 +287,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     }
     if (next == 0) {  // every step done
       if (s.save) save_whole(s, g, backend, ex, optimizer, communicator, lead, out);
-      const std::vector<double> all = gather_figures(loop, backend.allocator(), *group.gloo, place.world);
+      const std::vector<double> all = gather_figures(loop, backend.allocator(), *group->gloo, place.world);
       if (!lead) return 0;
       status(optimizer.steps(), true);
       const ReportPair against = print_group_table(out, predicted, all, place.world);

