@@ -1,8 +1,9 @@
 // `tensoropt run --elastic`, resized while it runs through `tensoropt resize` and watched through
-// `tensoropt status`, as a user (or a cluster scheduler) drives it: the GPT fixture on PyTorch's
-// data resized 2 -> 3 -> 1 and 1 -> 4 -> 2 workers gives the losses, the samples and the final
-// weights of an unresized run, at the plan's chosen points (data parallel) and at each count's
-// smallest point (ZeRO-2, with some tensor parallelism); bad requests are one line and exit 2.
+// `tensoropt status`, as a user (or a cluster scheduler) drives it: the GPT fixture resized
+// 2 -> 3 -> 1 and 1 -> 4 -> 2 workers gives the losses, the samples and the final weights of an
+// unresized run, at the plan's chosen points (data parallel) and at each count's smallest point
+// (ZeRO-2, with some tensor parallelism); a joining worker killed before the handover leaves the job
+// at its size, a killed launcher leaves no worker; bad requests are one line and exit 2.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -33,11 +34,12 @@ using test::slurp;
 
 const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/";
 const std::string kGpt = kFix + "gpt.onnx";
-// The whole fixture (12 rows) every step; the steps are many, so that the resizes fall within them,
-// and the rate small, so that 400 steps of fp32 sums in other orders stay within 1e-5 of each other
-// (4 workers unresized against one device: 6e-9 over 400 steps; at a rate of 1e-3 over 600 steps,
-// 1e-3).
-const std::string kOpt = " --batch 12 --steps 400 --lr 0.0001 --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy";
+// Synthetic data (a new batch every step, drawn from the seed and the step), a batch of 48 so that
+// a step takes long enough for the resizes to fall well within the 400 steps, and a small rate, so
+// that 400 steps of fp32 sums in other orders stay within 1e-5 of each other (4 workers unresized
+// against one device: 5e-10; on the fixture's 12 rows, which it overfits, at a rate of 1e-3 over
+// 600 steps: 1e-3).
+const std::string kOpt = " --batch 48 --steps 400 --lr 0.0001";
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
@@ -80,13 +82,17 @@ struct Job {
     }
     return nlohmann::json::object();
   }
-  int finish() {
+  ~Job() {  // a test that failed before the job ended leaves nothing running
+    if (!std::filesystem::exists(dir + "/rc")) finish(std::chrono::seconds(0));
+  }
+  int finish(std::chrono::seconds limit = std::chrono::seconds(120)) {
     const auto start = std::chrono::steady_clock::now();
     while (!std::filesystem::exists(dir + "/rc")) {
-      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+      if (std::chrono::steady_clock::now() - start >= limit) {
         std::ifstream pid(control + "/launcher.pid");
         long p = 0;
         if (pid >> p && p > 0) kill(static_cast<pid_t>(p), SIGKILL);  // its workers die with it
+        for (int i = 0; i < 500 && !std::filesystem::exists(dir + "/rc"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
         return -1;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -129,6 +135,20 @@ nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes
   return report;
 }
 
+// The tensoropt processes whose command line holds `part` (a job's control directory: its launcher's
+// and every worker's has it).
+std::vector<pid_t> processes_with(const std::string& part) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = slurp(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.rfind(std::string(TENSOROPT_BINARY) + " run ", 0) == 0 && has(cmdline, part)) out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the losses, samples and weights of an unresized run") {
@@ -138,7 +158,7 @@ TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the 
   const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json"));
   const std::map<std::string, std::vector<float>> want_weights = weights(dir.path + "/one.onnx");
   // The chosen points (data parallel), then each count's smallest point of a plan made here.
-  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 12 --cluster cpu --json " + dir.path + "/plan.json");
+  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
   REQUIRE_MESSAGE(plan.code == 0, plan.err);
   nlohmann::json smallest = nlohmann::json::parse(slurp(dir.path + "/plan.json"));
   bool zero2 = false, tensor = false;
@@ -172,8 +192,8 @@ TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the 
         CAPTURE(k);
         CHECK(steps[k].at("loss").get<double>() == doctest::Approx(want["steps"][k]["loss"].get<double>()).epsilon(1e-5));
         CHECK(steps[k].at("samples") == want["steps"][k]["samples"]);
-        // Every sample of the 12 rows once per epoch (one step here), in the file's order.
-        for (size_t j = 0; j < 12; ++j) CHECK(steps[k]["samples"][j] == static_cast<int>(j));
+        // Every sample of the stream once, in order: step k+1 takes samples 48k .. 48k+47.
+        for (size_t j = 0; j < 48; ++j) CHECK(steps[k]["samples"][j] == static_cast<int64_t>(48 * k + j));
         const int workers = steps[k].at("workers");
         const int at = static_cast<int>(k) + 1;
         CHECK(workers == (at <= resizes[0]["at_step"].get<int>() ? sizes[0] : at <= resizes[1]["at_step"].get<int>() ? sizes[1] : sizes[2]));
@@ -196,6 +216,17 @@ TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the 
       }
     }
   }
+}
+
+TEST_CASE("run --report names each step's samples: the rows of --data in order, wrapping around") {
+  test::TempDir dir;
+  const test::CliResult r = run_cli("run " + kGpt + " --batch 8 --steps 3 --data " + kFix + "gpt.x.npy --labels " + kFix + "gpt.y.npy --report " +
+                                    dir.path + "/r.json");
+  REQUIRE_MESSAGE(r.code == 0, r.err);
+  const nlohmann::json steps = nlohmann::json::parse(slurp(dir.path + "/r.json")).at("steps");
+  CHECK(steps[0]["samples"] == nlohmann::json({0, 1, 2, 3, 4, 5, 6, 7}));
+  CHECK(steps[1]["samples"] == nlohmann::json({8, 9, 10, 11, 0, 1, 2, 3}));
+  CHECK(steps[2]["samples"] == nlohmann::json({4, 5, 6, 7, 8, 9, 10, 11}));
 }
 
 TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 2") {
@@ -222,6 +253,48 @@ TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 
   CHECK(status.code == 0);
   CHECK(has(status.out, "finished"));
   CHECK(has(status.out, "step     2 of 2"));
+}
+
+TEST_CASE("run --elastic: a joining worker killed before the handover leaves the job at its size; a killed launcher leaves no worker") {
+  test::TempDir dir;
+  // The joining worker is killed as soon as it runs (it loads for a while before it says it is ready).
+  Job job(dir.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + dir.path + "/report.json");
+  job.wait_for([](const nlohmann::json&) { return true; });
+  const std::vector<pid_t> before = processes_with(job.control);
+  REQUIRE(before.size() >= 3);  // the launcher and two workers
+  REQUIRE(run_cli("resize " + job.control + " --gpus 3").code == 0);
+  bool killed = false;
+  for (int i = 0; i < 5000 && !killed; ++i) {
+    for (pid_t p : processes_with(job.control))
+      if (std::find(before.begin(), before.end(), p) == before.end()) {
+        kill(p, SIGKILL);
+        killed = true;
+      }
+    if (!killed) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  REQUIRE(killed);
+  REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
+  CHECK(has(slurp(dir.path + "/err"), "the resize to 3 workers is abandoned, the job goes on with 2"));
+  const nlohmann::json report = nlohmann::json::parse(slurp(dir.path + "/report.json"));
+  CHECK(report.at("resizes").empty());
+  CHECK(report.at("steps").size() == 400);
+  CHECK(report["steps"].back()["workers"] == 2);
+
+  // SIGKILL to the launcher: its workers die with it.
+  test::TempDir second;
+  Job other(second.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt);
+  other.wait_for([](const nlohmann::json&) { return true; });
+  std::ifstream pid_file(other.control + "/launcher.pid");
+  long launcher = 0;
+  REQUIRE(static_cast<bool>(pid_file >> launcher));
+  REQUIRE(processes_with(other.control).size() == 3);
+  kill(static_cast<pid_t>(launcher), SIGKILL);
+  const auto start = std::chrono::steady_clock::now();
+  while (!processes_with(other.control).empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(processes_with(other.control).empty());
+  CHECK(other.finish() != 0);
+  CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
 }
 
 }  // namespace tensoropt
