@@ -13,7 +13,7 @@
 namespace tensoropt::cli {
 
 int run_status(const JobArgs& args, std::ostream& out) {
-  const nlohmann::json st = control::read_status(args.dir);
+  const nlohmann::ordered_json st = control::read_status(args.dir);
   if (args.json) {
     out << st.dump(2) << "\n";
     return 0;
@@ -24,11 +24,16 @@ int run_status(const JobArgs& args, std::ostream& out) {
   out << "workers  " << st.value("workers", 0) << ", mesh " << st.value("mesh", std::string()) << ", " << st.value("point", std::string()) << "\n";
   out << "step time predicted " << human_seconds(st.value("predicted_step_s", 0.0)) << ", measured " << human_seconds(st.value("measured_step_s", 0.0))
       << " (median at this size)\n";
-  const nlohmann::json resizes = st.value("resizes", nlohmann::json::array());
+  const nlohmann::ordered_json resizes = st.value("resizes", nlohmann::ordered_json::array());
   if (resizes.empty()) out << "resizes  none\n";
   for (const auto& r : resizes) {
     out << "resized  " << r.value("from", 0) << " -> " << r.value("to", 0) << " workers after step " << r.value("at_step", 0) << ": paused "
         << human_seconds(r.value("pause_s", 0.0)) << ", " << human_seconds(r.value("request_to_first_step_s", 0.0)) << " from the request\n";
+  }
+  for (const auto& r : st.value("recoveries", nlohmann::ordered_json::array())) {
+    out << "lost     rank " << r.value("lost_ranks", nlohmann::ordered_json::array()).dump() << " (" << r.value("how", std::string()) << ") after step "
+        << r.value("at_step", 0) << ": went on with " << r.value("to", 0) << " workers from step " << r.value("resumed_from_step", 0) << ", "
+        << r.value("redone_steps", 0) << " steps done again\n";
   }
   return 0;
 }

@@ -216,6 +216,12 @@ void add_run(CLI::App& app, Run& o) {
   CLI::Option* elastic = rn->add_flag("--elastic", train.elastic.on, "Resizable: tensoropt resize DIR --gpus N changes the worker count while the job runs (docs/runtime.md)");
   rn->add_option("--min-gpus", train.elastic.min_gpus, "With --elastic: the fewest workers (default 1)")->needs(elastic)->check(cli::integer(1));
   rn->add_option("--max-gpus", train.elastic.max_gpus, "With --elastic: the most workers (default --gpus)")->needs(elastic)->check(cli::integer(1));
+  rn->add_option("--checkpoint-every", train.elastic.checkpoint_every,
+                 "With --elastic: write the job's checkpoint (CONTROL/checkpoint.onnx) every K steps; a lost worker is then survived, the job going on from it with the workers left (0: never, and a lost worker ends the job)")
+      ->capture_default_str()->needs(elastic)->check(cli::integer<int64_t>(0));
+  rn->add_option("--rejoin-timeout", train.elastic.rejoin_seconds,
+                 "With --elastic: left with fewer workers than --min-gpus, seconds to wait for tensoropt resize before the job stops")
+      ->capture_default_str()->needs(elastic)->check(cli::number(0));
   rn->add_option("--control", train.elastic.control, "With --elastic: the control directory that tensoropt status and resize name (default: in the launcher's private directory, printed)")
       ->needs(elastic);
   rn->add_flag("--kernel-times", train.kernel_times, "Time every node's kernels (CUDA events on a GPU) and print where the step's time goes, largest first; in --report as kernel_times");

@@ -24,12 +24,12 @@ void write_json(const std::string& path, const nlohmann::ordered_json& doc) {
   if (ec) throw InternalError("cannot rename " + temporary + " to " + path + ": " + ec.message());
 }
 
-std::optional<nlohmann::json> read_json(const std::string& path) {
+std::optional<nlohmann::ordered_json> read_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) return std::nullopt;
   std::stringstream ss;
   ss << f.rdbuf();
-  nlohmann::json doc = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return std::nullopt;
   return doc;
 }
@@ -53,7 +53,7 @@ void open_control(const std::string& dir, int min_gpus, int max_gpus) {
 }
 
 void request_resize(const std::string& dir, int gpus) {
-  const std::optional<nlohmann::json> limits = read_json(dir + "/limits.json");
+  const std::optional<nlohmann::ordered_json> limits = read_json(dir + "/limits.json");
   if (!limits) throw InputError(dir + ": not the control directory of an elastic job (run --elastic --control DIR)");
   if (!job_alive(dir)) throw InputError(dir + ": the job is gone (its launcher no longer runs)");
   const int lo = limits->at("min_gpus").get<int>(), hi = limits->at("max_gpus").get<int>();
@@ -61,14 +61,14 @@ void request_resize(const std::string& dir, int gpus) {
     throw InputError("--gpus " + std::to_string(gpus) + " is outside the job's " + std::to_string(lo) + ".." + std::to_string(hi) +
                      " (its --min-gpus and --max-gpus)");
   }
-  const std::optional<nlohmann::json> last = read_json(dir + "/request.json");
+  const std::optional<nlohmann::ordered_json> last = read_json(dir + "/request.json");
   const int64_t id = last ? last->value("id", int64_t{0}) + 1 : 1;
   write_json(dir + "/request.json", {{"gpus", gpus}, {"id", id}});
 }
 
-nlohmann::json read_status(const std::string& dir) {
+nlohmann::ordered_json read_status(const std::string& dir) {
   if (!read_json(dir + "/limits.json")) throw InputError(dir + ": not the control directory of an elastic job (run --elastic --control DIR)");
-  std::optional<nlohmann::json> status = read_json(dir + "/status.json");
+  std::optional<nlohmann::ordered_json> status = read_json(dir + "/status.json");
   if (!status) throw InputError(dir + ": the job has not finished a step yet (no status.json)");
   status->emplace("running", job_alive(dir));
   return *status;

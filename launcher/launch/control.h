@@ -27,7 +27,7 @@ namespace tensoropt::control {
 // `doc` written to `path` whole (a temporary file renamed over it).
 void write_json(const std::string& path, const nlohmann::ordered_json& doc);
 // The JSON document at `path`; nullopt when there is none (or it cannot be parsed: being replaced).
-std::optional<nlohmann::json> read_json(const std::string& path);
+std::optional<nlohmann::ordered_json> read_json(const std::string& path);
 
 // Whether the launcher whose pid DIR/launcher.pid holds still runs.
 bool job_alive(const std::string& dir);
@@ -42,7 +42,7 @@ void request_resize(const std::string& dir, int gpus);
 
 // `tensoropt status DIR`: the last status.json of a job (a finished job's too); InputError when DIR
 // has none.
-nlohmann::json read_status(const std::string& dir);
+nlohmann::ordered_json read_status(const std::string& dir);
 
 // Where worker `rank` of generation `generation` says it is ready.
 std::string ready_path(const std::string& dir, int generation, int rank);

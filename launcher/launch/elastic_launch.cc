@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -23,6 +24,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+
 double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 struct Member {
@@ -41,8 +43,10 @@ struct Pending {
 
 class Supervisor {
  public:
-  Supervisor(const std::string& dir, const std::vector<std::string>& argv, const std::string& control, std::ostream& out, std::ostream& err)
-      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err) {}
+  Supervisor(const std::string& dir, const std::vector<std::string>& argv, const std::string& control, const TrainSettings::Elastic& e,
+             std::ostream& out, std::ostream& err)
+      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err), min_gpus_(e.min_gpus), recoverable_(e.checkpoint_every > 0),
+        rejoin_seconds_(e.rejoin_seconds) {}
 
   int run(int gpus) {
     world_ = gpus;
@@ -54,6 +58,10 @@ class Supervisor {
       if (stopping_ && Clock::now() - stopping_since_ > std::chrono::seconds(5))
         for (Member& m : members_)
           if (!m.done) kill(m.pid, SIGKILL);
+      if (!lost_.empty() && !stopping_) {
+        if (const int code = recover(); code != 0) return code;
+        continue;
+      }
       if (!stopping_) {
         follow_status();
         take_request();
@@ -75,9 +83,13 @@ class Supervisor {
 
  private:
   // Every member that ended since the last sweep; of those that ended badly, a joining worker
-  // before the go-ahead abandons its resize, any other takes the group down (a killed one named
-  // before a peer that failed in a collective with it).
+  // before the go-ahead abandons its resize. Of the others, with a checkpoint being written, those
+  // killed by a signal (SIGKILL, the OOM killer) are lost and the job goes on without them (recover;
+  // a peer that then failed in a collective with one is no loss); any other ending takes the group
+  // down, a killed one named before a peer that failed in a collective with it.
   void reap() {
+    bool signalled = false;
+    std::vector<std::pair<size_t, int>> bad;  // member, wait status
     for (size_t i = 0; i < members_.size(); ++i) {
       Member& m = members_[i];
       if (m.done) continue;
@@ -92,6 +104,15 @@ class Supervisor {
         pending_.reset();
         continue;
       }
+      bad.emplace_back(i, status);
+      signalled = signalled || WIFSIGNALED(status);
+    }
+    for (const auto& [i, status] : bad) {
+      const Member& m = members_[i];
+      if (recoverable_ && signalled) {
+        if (WIFSIGNALED(status)) lost_.push_back({m.rank, how_it_ended(status)});
+        continue;
+      }
       if (failed_ < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(failed_status_))) {
         failed_ = static_cast<int>(i);
         failed_rank_ = m.rank;
@@ -99,6 +120,63 @@ class Supervisor {
         failed_status_ = status;
       }
     }
+  }
+
+  // A worker was lost: the others are stopped (their collectives with it would fail or wait), and a
+  // new generation of the workers left (at least --min-gpus: below it, a bounded wait for a
+  // `resize` that brings it there) starts again from the job's checkpoint (elastic_worker.h).
+  // Returns 0, or the launcher's exit code when the job cannot go on.
+  int recover() {
+    std::string lost_ranks, how;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& [rank, ended] : lost_) {
+      lost_ranks += (lost_ranks.empty() ? "" : ", ") + std::to_string(rank);
+      how = ended;
+      ranks.push_back(rank);
+    }
+    for (Member& m : members_)
+      if (!m.done) {
+        m.cancelled = true;
+        kill(m.pid, SIGKILL);
+      }
+    while (!std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.done; })) {
+      reap();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
+    const int64_t at_step = status ? status->value("step", int64_t{0}) : 0;
+    const int from = world_;
+    const int left = world_ - static_cast<int>(lost_.size());
+    int workers = left;
+    const int generation = std::max(generation_, pending_ ? pending_->generation : 0) + 1;
+    pending_.reset();
+    lost_.clear();
+    out_ << "lost     rank " << lost_ranks << " of " << from << " (" << how << ") after step " << at_step << "\n" << std::flush;
+    if (workers < min_gpus_) {
+      out_ << "waiting  " << workers << " workers left, fewer than --min-gpus " << min_gpus_ << ": up to " << rejoin_seconds_
+           << " s for tensoropt resize " << control_ << " --gpus N\n" << std::flush;
+      const auto start = Clock::now();
+      while (workers < min_gpus_ && Clock::now() - start < std::chrono::duration<double>(rejoin_seconds_) && !stop_signal()) {
+        const std::optional<nlohmann::ordered_json> request = control::read_json(control_ + "/request.json");
+        if (request && request->value("id", int64_t{0}) > handled_) {
+          handled_ = request->value("id", int64_t{0});
+          workers = std::max(workers, request->value("gpus", 0));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (workers < min_gpus_) {
+        err_ << "tensoropt: error: rank " << lost_ranks << " " << how << "; " << left << " workers left, fewer than --min-gpus " << min_gpus_
+             << ", and no resize came within " << rejoin_seconds_ << " s: the job stops (its checkpoint: " << control_ << "/checkpoint.onnx)\n";
+        return 1;
+      }
+    }
+    control::write_json(control_ + "/recovery.json",
+                        {{"lost_ranks", ranks}, {"how", how}, {"at_step", at_step}, {"from", from}, {"to", workers}});
+    out_ << "restart  " << workers << " workers from the checkpoint\n" << std::flush;
+    for (int r = 0; r < workers; ++r) members_.push_back({start_worker(argv_, r, workers, dir_, generation, true), r, generation});
+    generation_ = generation;
+    world_ = workers;
+    return 0;
   }
 
   void stop_all() {
@@ -120,7 +198,7 @@ class Supervisor {
   // The group's generation as rank 0 last wrote it: a resize is complete once it reached the
   // pending one; a finished job needs no joining worker.
   void follow_status() {
-    const std::optional<nlohmann::json> status = control::read_json(control_ + "/status.json");
+    const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
     if (!status) return;
     const int generation = status->value("generation", 0);
     if (generation > generation_) {
@@ -136,7 +214,7 @@ class Supervisor {
 
   void take_request() {
     if (pending_) return;  // a request waits for the resize under way
-    const std::optional<nlohmann::json> request = control::read_json(control_ + "/request.json");
+    const std::optional<nlohmann::ordered_json> request = control::read_json(control_ + "/request.json");
     if (!request || request->value("id", int64_t{0}) <= handled_) return;
     handled_ = request->value("id", int64_t{0});
     const int workers = request->value("gpus", world_);
@@ -173,6 +251,10 @@ class Supervisor {
   bool stopping_ = false;
   Clock::time_point stopping_since_{};
   int failed_ = -1, failed_rank_ = 0, failed_world_ = 0, failed_status_ = 0;
+  int min_gpus_ = 1;
+  bool recoverable_ = false;                        // a checkpoint is written: a lost worker is survived
+  double rejoin_seconds_ = 60;
+  std::vector<std::pair<int, std::string>> lost_;  // rank, how it ended, since the last recovery
 };
 
 }  // namespace
@@ -216,7 +298,9 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
       },
       [&](const std::string& dir, const std::vector<std::string>& worker_argv) {
         const std::string control = s.elastic.control.empty() ? dir + "/control" : s.elastic.control;
-        return Supervisor(dir, worker_argv, control, out, err).run(gpus);
+        TrainSettings::Elastic e = s.elastic;
+        e.min_gpus = lo;
+        return Supervisor(dir, worker_argv, control, e, out, err).run(gpus);
       });
 }
 

@@ -174,7 +174,7 @@ int plan_for_workers(const TrainSettings& s, const std::string& gpus, const std:
   return 0;
 }
 
-pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation) {
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart) {
   const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
@@ -186,6 +186,7 @@ pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, co
     setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
     setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
     if (generation >= 0) setenv("TENSOROPT_GENERATION", std::to_string(generation).c_str(), 1);
+    if (restart) setenv("TENSOROPT_RESTART", "1", 1);
     if (rank != 0) {
       const int fd = open("/dev/null", O_WRONLY);
       if (fd >= 0) dup2(fd, STDOUT_FILENO);

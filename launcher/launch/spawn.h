@@ -14,9 +14,10 @@
 namespace tensoropt {
 
 // Forks worker `rank` of `world` running `argv` with RANK, WORLD_SIZE, LOCAL_RANK and the file
-// store in `dir` set (and TENSOROPT_GENERATION when generation >= 0); it dies with this process.
-// Rank 0 keeps stdout.
-pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation);
+// store in `dir` set (and TENSOROPT_GENERATION when generation >= 0, TENSOROPT_RESTART=1 with
+// `restart`: an elastic job's generation that starts again from its checkpoint); it dies with this
+// process. Rank 0 keeps stdout.
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart = false);
 
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string how_it_ended(int status);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <ostream>
@@ -40,7 +41,7 @@ std::string group_prefix(int generation) { return std::string("g").append(std::t
 // which stops it when the job ends first).
 void wait_for_switch(const std::string& control, int generation) {
   while (true) {
-    if (std::optional<nlohmann::json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation) return;
+    if (std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -120,7 +121,11 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   const std::string& control = s.elastic.control;
   WorkerPlace place = start;
   int generation = env_generation();
-  const bool joined = generation > 0;
+  // A generation started again from the job's checkpoint after a worker was lost, or one joining
+  // a running group.
+  const bool restarted = std::getenv("TENSOROPT_RESTART") != nullptr;
+  const bool joined = generation > 0 && !restarted;
+  const std::string checkpoint = control + "/checkpoint.onnx";
   const bool lead = place.rank == 0;
   const int threads = kernel_threads(s);
   planner::StoredStrategy stored = checked_point(s, place.world);
@@ -137,7 +142,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   {
     runtime::LoadedState loaded = runtime::load_state(g, s.model, backend, s.seed);
     if (!joined) {
-      Resumed resumed = read_checkpoint(s, g, backend, loaded);
+      TrainSettings from = s;
+      if (restarted && std::filesystem::exists(checkpoint)) from.resume = checkpoint;
+      Resumed resumed = read_checkpoint(from, g, backend, loaded);
       if (resumed.had_state) state = std::move(resumed.state);
       steps_done = resumed.steps;
     }
@@ -148,7 +155,26 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     wait_for_switch(control, generation);
   }
   bool from_whole = joined;
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array(), resizes = nlohmann::ordered_json::array();
+  // The report's steps of the generations before, the resizes and the recoveries from lost
+  // workers; a restarted generation reads them from the history written with the checkpoint (its
+  // steps up to the checkpoint's) and adds what the launcher says was lost.
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array(), resizes = nlohmann::ordered_json::array(),
+                         recoveries = nlohmann::ordered_json::array();
+  if (restarted && lead) {
+    if (const std::optional<nlohmann::ordered_json> history = control::read_json(control + "/history.json")) {
+      for (const auto& e : history->value("steps", nlohmann::ordered_json::array()))
+        if (e.value("step", int64_t{0}) <= steps_done) steps.push_back(e);
+      resizes = history->value("resizes", nlohmann::ordered_json::array());
+      recoveries = history->value("recoveries", nlohmann::ordered_json::array());
+    }
+    nlohmann::ordered_json lost = control::read_json(control + "/recovery.json").value_or(nlohmann::ordered_json::object());
+    const int64_t seen = lost.value("at_step", int64_t{0});
+    lost["resumed_from_step"] = steps_done;
+    lost["redone_steps"] = std::max<int64_t>(0, seen - steps_done);
+    recoveries.push_back(lost);
+    out << "resumed  from " << (steps_done > 0 ? "the checkpoint at step " + std::to_string(steps_done) : std::string("the start"))
+        << " with " << place.world << " workers; " << lost["redone_steps"].get<int64_t>() << " steps are done again\n";
+  }
   // The resize under way: when the old group stopped, what it had, and when it was asked for.
   Clock::time_point handover_from{};
   double requested_at = 0;
@@ -216,7 +242,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
                           {{"generation", generation}, {"step", step}, {"steps", s.steps}, {"workers", place.world},
                            {"samples", step * g.batch}, {"point", stored.where}, {"mesh", predicted.mesh.str()},
                            {"predicted_step_s", predicted.cost.time}, {"measured_step_s", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]},
-                           {"resizes", resizes}, {"finished", finished}});
+                           {"resizes", resizes}, {"recoveries", recoveries}, {"finished", finished}});
       last_status = Clock::now();
     };
     LoopOptions lo;
@@ -227,8 +253,24 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     lo.memory_in_report = false;
     lo.blocked_clock = [&group] { return group->timed->blocked_seconds(); };
     int64_t switch_after = 0;
-    lo.stop_after = [&](int64_t step) {
+    lo.stop_after = [&](int64_t step, const nlohmann::ordered_json& these) {
       intervals.push_back(seconds_since(last_step));
+      if (s.elastic.checkpoint_every > 0 && step % s.elastic.checkpoint_every == 0 && step < s.steps) {
+        // The history first, then the checkpoint: a restart keeps the history's steps up to the
+        // checkpoint's, so a history newer than the checkpoint is still right.
+        if (lead) {
+          nlohmann::ordered_json all = steps;
+          for (nlohmann::ordered_json e : these) {
+            e["workers"] = place.world;
+            all.push_back(std::move(e));
+          }
+          control::write_json(control + "/history.json", {{"steps", all}, {"resizes", resizes}, {"recoveries", recoveries}});
+        }
+        TrainSettings to = s;
+        to.save = checkpoint;
+        std::ostream quiet(nullptr);
+        save_whole(to, g, backend, ex, optimizer, communicator, lead, quiet);
+      }
       last_step = Clock::now();
       if (lead && step < s.steps && (step == lo.first || seconds_since(last_status) > 0.2)) status(step, false);
       if (step == switch_after) {
@@ -240,7 +282,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       if (step != next_check) return false;
       int64_t message[3] = {0, 0, 0};
       if (lead) {
-        std::optional<nlohmann::json> sw = control::read_json(control + "/switch.json");
+        std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json");
         if (sw && sw->value("generation", 0) == generation + 1 && step + 1 < s.steps) {
           message[0] = 1;
           message[1] = sw->value("workers", 0);
@@ -299,6 +341,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         report["costs"] = report_costs(costs);
         report["optimizer"] = report_optimizer(s);
         report["resizes"] = resizes;
+        report["recoveries"] = recoveries;
         finish_report(report, bf16 ? "bf16" : "fp32", steps, against, *s.report);
       }
       return 0;

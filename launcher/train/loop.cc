@@ -23,7 +23,6 @@ LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, r
     r.seconds.push_back(dt);
     if (o.blocked_clock) r.blocked.push_back(o.blocked_clock() - blocked0);
     const runtime::MemoryStats ms = allocator.stats();
-    const bool stop = o.stop_after && o.stop_after(s);
     if (o.out) {
       *o.out << step_line(s, loss, dt, o.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
       nlohmann::ordered_json entry = {{"step", s}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(o.batch) / dt}};
@@ -34,7 +33,7 @@ LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, r
       entry["samples"] = data.samples(s);
       r.steps.push_back(std::move(entry));
     }
-    if (stop) break;
+    if (o.stop_after && o.stop_after(s, r.steps)) break;
   }
   return r;
 }

@@ -31,8 +31,9 @@ struct LoopOptions {
   // run --kernel-times: times every node's kernels, from the second step on (the first pays for
   // first touches, as steady_median leaves it out).
   runtime::KernelTimer* timer = nullptr;
-  // Asked after each step (its number); true ends the loop there (an elastic job's resize).
-  std::function<bool(int64_t step)> stop_after;
+  // Asked after each step (its number, and the report's entries so far, this step's the last where
+  // this process prints them); true ends the loop there (an elastic job's resize).
+  std::function<bool(int64_t step, const nlohmann::ordered_json& steps)> stop_after;
 };
 
 struct LoopResult {

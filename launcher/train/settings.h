@@ -40,6 +40,11 @@ struct TrainSettings {
     bool on = false;
     int min_gpus = 1, max_gpus = 0;  // 0: --gpus
     std::string control;             // the control directory (launcher/launch/control.h)
+    // Every this many steps the job writes DIR/checkpoint.onnx, from which it goes on when a
+    // worker is lost; 0: never (a lost worker ends the job).
+    int64_t checkpoint_every = 100;
+    // Left with fewer workers than min_gpus, how long the job waits for a resize before it stops.
+    double rejoin_seconds = 60;
   } elastic;
 };
 

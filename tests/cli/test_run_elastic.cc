@@ -149,6 +149,16 @@ std::vector<pid_t> processes_with(const std::string& part) {
   return out;
 }
 
+// The worker of rank `rank` among `pids` (its RANK variable), or 0.
+pid_t rank_of(const std::vector<pid_t>& pids, int rank) {
+  for (pid_t p : pids) {
+    std::string env = slurp("/proc/" + std::to_string(p) + "/environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    if (has("\n" + env, "\nRANK=" + std::to_string(rank) + "\n")) return p;
+  }
+  return 0;
+}
+
 }  // namespace
 
 TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the losses, samples and weights of an unresized run") {
@@ -255,7 +265,7 @@ TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 
   CHECK(has(status.out, "step     2 of 2"));
 }
 
-TEST_CASE("run --elastic: a joining worker killed before the handover leaves the job at its size; a killed launcher leaves no worker") {
+TEST_CASE("run --elastic: a joining worker killed before the handover leaves the job at its size, and a killed launcher leaves no worker") {
   test::TempDir dir;
   // The joining worker is killed as soon as it runs (it loads for a while before it says it is ready).
   Job job(dir.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + dir.path + "/report.json");
@@ -295,6 +305,58 @@ TEST_CASE("run --elastic: a joining worker killed before the handover leaves the
   CHECK(processes_with(other.control).empty());
   CHECK(other.finish() != 0);
   CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
+}
+
+TEST_CASE("run --elastic survives a worker killed mid-run: the job goes on from its checkpoint with the workers left, the losses unchanged") {
+  test::TempDir dir;
+  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --report " + dir.path + "/one.json");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json")).at("steps");
+  const std::string here = dir.path + "/lost";
+  std::filesystem::create_directories(here);
+  Job job(here, kGpt + " --elastic --gpus 3 --checkpoint-every 50" + kOpt + " --report " + here + "/report.json");
+  job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120; });
+  const pid_t victim = rank_of(processes_with(job.control), 2);
+  REQUIRE(victim > 0);
+  kill(victim, SIGKILL);
+  REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
+  const std::string out = slurp(here + "/out");
+  CHECK(has(out, "lost     rank 2 of 3 (killed by signal 9"));
+  CHECK(has(out, "restart  2 workers from the checkpoint"));
+  const nlohmann::json report = nlohmann::json::parse(slurp(here + "/report.json"));
+  REQUIRE(report.at("recoveries").size() == 1);
+  const nlohmann::json& r = report["recoveries"][0];
+  CHECK(r.at("lost_ranks") == nlohmann::json({2}));
+  CHECK(r.at("from") == 3);
+  CHECK(r.at("to") == 2);
+  CHECK(r.at("resumed_from_step").get<int>() % 50 == 0);
+  CHECK(r.at("resumed_from_step").get<int>() >= 100);
+  const nlohmann::json& steps = report.at("steps");
+  REQUIRE(steps.size() == want.size());
+  for (size_t k = 0; k < steps.size(); ++k) {
+    CAPTURE(k);
+    CHECK(steps[k].at("step") == static_cast<int>(k) + 1);
+    CHECK(steps[k].at("loss").get<double>() == doctest::Approx(want[k]["loss"].get<double>()).epsilon(1e-5));
+    CHECK(steps[k].at("samples") == want[k]["samples"]);
+    CHECK(steps[k].at("workers") == (static_cast<int>(k) + 1 <= r["resumed_from_step"].get<int>() ? 3 : 2));
+  }
+  CHECK(has(run_cli("status " + job.control).out, "lost     rank [2]"));
+  CHECK(processes_with(job.control).empty());
+}
+
+TEST_CASE("run --elastic left below --min-gpus waits --rejoin-timeout for a resize, then stops in one line, leaving no process") {
+  test::TempDir dir;
+  Job job(dir.path, kGpt + " --elastic --gpus 2 --min-gpus 2 --checkpoint-every 50 --rejoin-timeout 1" + kOpt);
+  job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 60; });
+  const pid_t victim = rank_of(processes_with(job.control), 1);
+  REQUIRE(victim > 0);
+  kill(victim, SIGKILL);
+  CHECK(job.finish() == 1);
+  const std::string err = slurp(dir.path + "/err");
+  CHECK(test::lines(err) == 1);
+  CHECK(has(err, "fewer than --min-gpus 2, and no resize came within 1 s: the job stops (its checkpoint: " + job.control + "/checkpoint.onnx)"));
+  CHECK(has(slurp(dir.path + "/out"), "waiting  1 workers left"));
+  CHECK(processes_with(job.control).empty());
 }
 
 }  // namespace tensoropt
