@@ -1,11 +1,13 @@
 // One worker of an elastic job (`run --elastic`, docs/runtime.md "Elastic jobs"): it trains as
 // run_worker does, in generations. A generation is a group of N workers meeting in the store under
 // its own prefix and running the plan's point for N (the plan holds a frontier for every count the
-// job may take). After each step rank 0 looks for the launcher's go-ahead (switch.json,
-// launcher/launch/control.h) and tells the others (a broadcast of two integers); at that step's end
-// the group hands over: every worker gathers the whole model and optimizer state
-// (ShardedExecutor::gather_whole), those whose rank is not below the new count exit, the others
-// meet the joining workers as the next generation, rank 0 broadcasts the state to it, and each
+// job may take). At check steps (every step at first, then about every 0.1 s of steps) rank 0
+// looks for the launcher's go-ahead (switch.json, launcher/launch/control.h) and tells the others
+// (a broadcast of three integers) the step to switch after, about 0.05 s on; meanwhile the workers
+// that stay meet the joining ones as the next generation (its rendezvous overlaps those steps). At
+// that step's end the group hands over: every worker gathers the whole model and optimizer state
+// (ShardedExecutor::gather_whole), those whose rank is not below the new count exit, growing, rank
+// 0 broadcasts the state to the new group (packed, one buffer per dtype), and each
 // worker takes its shard of the new point. The step count and the data position go on: the
 // global batch is the same at every size and each step's batch a function of the step alone
 // (runtime/data.h), so the losses and samples are those of an unresized run.
@@ -13,6 +15,11 @@
 // A joining worker (TENSOROPT_GENERATION G > 0) imports the model and sets its backend up while
 // the old group trains, says it is ready (control::ready_path), waits for the go-ahead, then meets
 // generation G.
+//
+// Every --checkpoint-every steps the group gathers the whole state and rank 0 writes
+// DIR/checkpoint.onnx, after DIR/history.json (the report's steps so far, resizes, recoveries). A
+// generation the launcher restarts after a lost worker (TENSOROPT_RESTART) resumes from that
+// checkpoint and history, and adds the recovery DIR/recovery.json describes.
 //
 // Rank 0 writes the control directory's status.json (step, workers, samples consumed, the point
 // and mesh, predicted and measured step time, the resizes with their pause) and, with --report,
