@@ -71,7 +71,7 @@ int run_evaluate(const EvaluateArgs& args, std::ostream& out, std::ostream& err)
 int run_ops(bool markdown, std::ostream& out);
 
 // `tensoropt status DIR [--json]` and `tensoropt resize DIR --gpus N`: an elastic job's control
-// directory read and asked to change its worker count (launcher/launch/control.h, job_commands.cc).
+// directory read and asked to change its worker count (launcher/elastic/control.h, job_commands.cc).
 struct JobArgs {
   std::string dir;
   int gpus = 0;

@@ -1,13 +1,13 @@
 // `tensoropt status DIR` and `tensoropt resize DIR --gpus N` (commands.h): what an elastic job's
 // rank 0 last wrote to its control directory, and a request the job's launcher acts on
-// (launcher/launch/control.h, docs/cli.md).
+// (launcher/elastic/control.h, docs/cli.md).
 #include <cstdio>
 #include <ostream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "launcher/launch/control.h"
+#include "launcher/elastic/control.h"
 #include "launcher/train/report.h"
 
 namespace tensoropt::cli {

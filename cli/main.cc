@@ -23,7 +23,7 @@
 #include "launcher/runtime/allocator.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
-#include "launcher/launch/elastic_launch.h"
+#include "launcher/elastic/launch.h"
 #include "launcher/launch/local.h"
 #include "launcher/train/worker.h"
 #include "cli/profile_command.h"

@@ -25,7 +25,7 @@ namespace tensoropt {
 // with the failure handling above; `before` (optional) runs first with the private directory and
 // may add to the workers' argv or return a non-zero exit code to stop. Used by run and profile.
 // `supervise` (optional) then starts and watches the workers itself (an elastic job,
-// elastic_launch.h), in place of starting `gpus` and waiting for them.
+// launcher/elastic/launch.h), in place of starting `gpus` and waiting for them.
 using BeforeWorkers = std::function<int(const std::string& dir, std::vector<std::string>& worker_argv)>;
 using Supervise = std::function<int(const std::string& dir, const std::vector<std::string>& worker_argv)>;
 int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream& err, const BeforeWorkers& before = {},

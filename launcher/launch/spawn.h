@@ -1,4 +1,4 @@
-// What the local launcher (local.cc) lends the elastic one (elastic_launch.cc): one worker started,
+// What the local launcher (local.cc) lends the elastic one (launch.cc): one worker started,
 // how a process ended, whether a stop signal came, and the plan made for the workers.
 // Not thread-safe (the launcher's signal handlers are process-wide).
 #pragma once

@@ -39,7 +39,7 @@ struct TrainSettings {
   struct Elastic {
     bool on = false;
     int min_gpus = 1, max_gpus = 0;  // 0: --gpus
-    std::string control;             // the control directory (launcher/launch/control.h)
+    std::string control;             // the control directory (launcher/elastic/control.h)
     // Every this many steps the job writes DIR/checkpoint.onnx, from which it goes on when a
     // worker is lost; 0: never (a lost worker ends the job).
     int64_t checkpoint_every = 100;

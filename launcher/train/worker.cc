@@ -1,6 +1,6 @@
 #include "launcher/train/worker.h"
 
-#include "launcher/train/elastic_worker.h"
+#include "launcher/elastic/worker.h"
 #include "launcher/train/worker_parts.h"
 
 #include <algorithm>

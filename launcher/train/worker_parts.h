@@ -1,4 +1,4 @@
-// The parts of a worker's run (worker.cc) that the elastic worker (elastic_worker.cc) shares: the
+// The parts of a worker's run (worker.cc) that the elastic worker (worker.cc) shares: the
 // model imported for a point's settings, the point's prediction, a --resume checkpoint read whole,
 // --save, and the closing figures gathered from every rank. Not thread-safe (one per process).
 #pragma once

@@ -1,4 +1,4 @@
-#include "launcher/train/elastic_worker.h"
+#include "launcher/elastic/worker.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "graph/units.h"
-#include "launcher/launch/control.h"
+#include "launcher/elastic/control.h"
 #include "launcher/launch/group.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"

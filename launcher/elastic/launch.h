@@ -3,16 +3,16 @@
 //
 // Before any worker starts: the limits (A <= N <= B), a plan with a frontier for every count in
 // A..B (planned here when --plan is not given: `plan --gpus A,A+1,...,B`; a given plan must hold
-// them all), and the control directory (launcher/launch/control.h; default: in the launcher's
-// private directory, printed). Then N workers of generation 0 (launcher/train/elastic_worker.h).
+// them all), and the control directory (launcher/elastic/control.h; default: in the launcher's
+// private directory, printed). Then N workers of generation 0 (launcher/elastic/worker.h).
 //
 // While the job runs the launcher watches DIR/request.json. On a request for M workers: to grow,
 // it starts the missing workers as generation G+1 (ranks from the current count up) and, once
 // each says it is ready (loaded while the old group trains), writes the go-ahead (switch.json); to
 // shrink, it writes the go-ahead at once. The group switches a few steps after it sees the
-// go-ahead (elastic_worker.h); requests that arrive during a resize wait for it. A joining worker that fails before the
-// go-ahead abandons that resize (the others of its generation are stopped) and the job goes on at
-// its size; when the job ends before the switch, the joining workers are stopped. A worker killed
+// go-ahead (launcher/elastic/worker.h); requests that arrive during a resize wait for it. A joining
+// worker that fails before the go-ahead abandons that resize (the others of its generation are
+// stopped) and the job goes on at its size; when the job ends before the switch, the joining workers are stopped. A worker killed
 // by a signal, with checkpoints written (--checkpoint-every K > 0), is lost: the launcher stops
 // the others and starts the workers left as a new generation that resumes from the checkpoint
 // (TENSOROPT_RESTART; DIR/recovery.json says what was lost); below --min-gpus it first waits

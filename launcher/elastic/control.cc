@@ -1,4 +1,4 @@
-#include "launcher/launch/control.h"
+#include "launcher/elastic/control.h"
 
 #include <signal.h>
 #include <unistd.h>

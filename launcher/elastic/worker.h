@@ -2,7 +2,7 @@
 // run_worker does, in generations. A generation is a group of N workers meeting in the store under
 // its own prefix and running the plan's point for N (the plan holds a frontier for every count the
 // job may take). At check steps (every step at first, then about every 0.1 s of steps) rank 0
-// looks for the launcher's go-ahead (switch.json, launcher/launch/control.h) and tells the others
+// looks for the launcher's go-ahead (switch.json, launcher/elastic/control.h) and tells the others
 // (a broadcast of three integers) the step to switch after, about 0.05 s on; meanwhile the workers
 // that stay meet the joining ones as the next generation (its rendezvous overlaps those steps). At
 // that step's end the group hands over: every worker gathers the whole model and optimizer state

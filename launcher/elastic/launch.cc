@@ -1,4 +1,4 @@
-#include "launcher/launch/elastic_launch.h"
+#include "launcher/elastic/launch.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "graph/error.h"
-#include "launcher/launch/control.h"
+#include "launcher/elastic/control.h"
 #include "launcher/launch/local.h"
 #include "launcher/launch/spawn.h"
 #include "launcher/train/worker.h"
@@ -110,7 +110,7 @@ class Supervisor {
     for (const auto& [i, status] : bad) {
       const Member& m = members_[i];
       if (recoverable_ && signalled) {
-        if (WIFSIGNALED(status)) lost_.push_back({m.rank, how_it_ended(status)});
+        if (WIFSIGNALED(status)) lost_.push_back({m.rank, m.generation, how_it_ended(status)});
         continue;
       }
       if (failed_ < 0 || (WIFSIGNALED(status) && !WIFSIGNALED(failed_status_))) {
@@ -124,15 +124,17 @@ class Supervisor {
 
   // A worker was lost: the others are stopped (their collectives with it would fail or wait), and a
   // new generation of the workers left (at least --min-gpus: below it, a bounded wait for a
-  // `resize` that brings it there) starts again from the job's checkpoint (elastic_worker.h).
+  // `resize` that brings it there) starts again from the job's checkpoint (launcher/elastic/worker.h).
   // Returns 0, or the launcher's exit code when the job cannot go on.
   int recover() {
     std::string lost_ranks, how;
     nlohmann::json ranks = nlohmann::json::array();
-    for (const auto& [rank, ended] : lost_) {
-      lost_ranks += (lost_ranks.empty() ? "" : ", ") + std::to_string(rank);
-      how = ended;
-      ranks.push_back(rank);
+    int lost_here = 0;  // of the running generation (a joining worker lost during a handover is not)
+    for (const Lost& l : lost_) {
+      lost_ranks += (lost_ranks.empty() ? "" : ", ") + std::to_string(l.rank);
+      how = l.how;
+      ranks.push_back(l.rank);
+      lost_here += l.generation <= generation_;
     }
     for (Member& m : members_)
       if (!m.done) {
@@ -146,7 +148,7 @@ class Supervisor {
     const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
     const int64_t at_step = status ? status->value("step", int64_t{0}) : 0;
     const int from = world_;
-    const int left = world_ - static_cast<int>(lost_.size());
+    const int left = world_ - lost_here;
     int workers = left;
     const int generation = std::max(generation_, pending_ ? pending_->generation : 0) + 1;
     pending_.reset();
@@ -254,7 +256,11 @@ class Supervisor {
   int min_gpus_ = 1;
   bool recoverable_ = false;                        // a checkpoint is written: a lost worker is survived
   double rejoin_seconds_ = 60;
-  std::vector<std::pair<int, std::string>> lost_;  // rank, how it ended, since the last recovery
+  struct Lost {
+    int rank = 0, generation = 0;
+    std::string how;
+  };
+  std::vector<Lost> lost_;  // since the last recovery
 };
 
 }  // namespace
