@@ -45,7 +45,7 @@ class Supervisor {
  public:
   Supervisor(const std::string& dir, const std::vector<std::string>& argv, const std::string& control, const TrainSettings::Elastic& e,
              std::ostream& out, std::ostream& err)
-      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err), min_gpus_(e.min_gpus), recoverable_(e.checkpoint_every > 0),
+      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err), min_gpus_(e.min_gpus), recoverable_(e.checkpoint_every != 0),
         rejoin_seconds_(e.rejoin_seconds) {}
 
   int run(int gpus) {

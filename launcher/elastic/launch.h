@@ -13,7 +13,7 @@
 // go-ahead (launcher/elastic/worker.h); requests that arrive during a resize wait for it. A joining
 // worker that fails before the go-ahead abandons that resize (the others of its generation are
 // stopped) and the job goes on at its size; when the job ends before the switch, the joining workers are stopped. A worker killed
-// by a signal, with checkpoints written (--checkpoint-every K > 0), is lost: the launcher stops
+// by a signal, with checkpoints written (unless --checkpoint-every 0), is lost: the launcher stops
 // the others and starts the workers left as a new generation that resumes from the checkpoint
 // (TENSOROPT_RESTART; DIR/recovery.json says what was lost); below --min-gpus it first waits
 // --rejoin-timeout seconds for a resize that brings the count there, else stops (exit 1, one

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdlib>
 #include <filesystem>
 #include <future>
@@ -34,6 +36,9 @@ int env_generation() {
   const char* v = std::getenv("TENSOROPT_GENERATION");
   return v ? std::atoi(v) : 0;
 }
+
+// The automatic checkpoints' first step, and their least interval.
+constexpr int64_t kAutoCheckpointSteps = 100;
 
 std::string group_prefix(int generation) { return std::string("g").append(std::to_string(generation)); }
 
@@ -229,10 +234,17 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     }
     // Rank 0 writes the status after a generation's first step, then at most every 0.2 s. The
     // group learns whether to hand over at check steps: every step at first, then about every
-    // 0.1 s of steps (one broadcast of a few integers each: on this machine's Gloo a step's worth
+    // 0.2 s of steps (one broadcast of a few integers each: on this machine's Gloo a step's worth
     // of latency, so not every step), rank 0 telling the others the next one.
     int next = 0;
     int64_t next_check = steps_done + 1;
+    // Checkpoints: every --checkpoint-every K steps; by default (K < 0) at the first multiple of
+    // 100 steps, then as often as keeps them near 1% of the time (the interval at least 100 steps);
+    // K = 0, never. Rank 0 names the next one at each check, and checks fall on it.
+    const int64_t every = s.elastic.checkpoint_every;
+    const int64_t first_every = every > 0 ? every : kAutoCheckpointSteps;
+    int64_t next_checkpoint = every == 0 ? std::numeric_limits<int64_t>::max() : (steps_done / first_every + 1) * first_every;
+    double checkpoint_seconds = 0;
     Clock::time_point last_status{}, last_step = Clock::now();
     std::vector<double> intervals;
     const auto status = [&](int64_t step, bool finished) {
@@ -255,7 +267,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     int64_t switch_after = 0;
     lo.stop_after = [&](int64_t step, const nlohmann::ordered_json& these) {
       intervals.push_back(seconds_since(last_step));
-      if (s.elastic.checkpoint_every > 0 && step % s.elastic.checkpoint_every == 0 && step < s.steps) {
+      if (step == next_checkpoint && step < s.steps) {
+        const Clock::time_point checkpoint_from = Clock::now();
         // The history first, then the checkpoint: a restart keeps the history's steps up to the
         // checkpoint's, so a history newer than the checkpoint is still right.
         if (lead) {
@@ -270,6 +283,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         to.save = checkpoint;
         std::ostream quiet(nullptr);
         save_whole(to, g, backend, ex, optimizer, communicator, lead, quiet);
+        checkpoint_seconds = seconds_since(checkpoint_from);
       }
       last_step = Clock::now();
       if (lead && step < s.steps && (step == lo.first || seconds_since(last_status) > 0.2)) status(step, false);
@@ -280,7 +294,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         return true;
       }
       if (step != next_check) return false;
-      int64_t message[3] = {0, 0, 0};
+      int64_t message[4] = {0, 0, 0, next_checkpoint};
       if (lead) {
         std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json");
         if (sw && sw->value("generation", 0) == generation + 1 && step + 1 < s.steps) {
@@ -292,13 +306,18 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         std::vector<double> sorted = intervals;
         std::sort(sorted.begin(), sorted.end());
         const double typical = std::max(sorted[sorted.size() / 2], 1e-6);
-        // The next check about 0.1 s of steps on; at a go-ahead, the step to hand over after,
-        // about 0.05 s on.
+        // The next check about 0.2 s of steps on, and no later than the next checkpoint; at a
+        // go-ahead, the step to hand over after, about 0.05 s on.
         const auto ahead = [&](double seconds) { return intervals.size() < 3 ? 1 : std::clamp<int64_t>(static_cast<int64_t>(seconds / typical), 1, 10000); };
-        message[2] = message[0] ? std::min(step + ahead(0.05), s.steps - 1) : step + ahead(0.1);
+        if (step >= next_checkpoint) {
+          const int64_t interval = every > 0 ? every : std::max<int64_t>(kAutoCheckpointSteps, static_cast<int64_t>(std::ceil(100 * checkpoint_seconds / typical)));
+          message[3] = step + interval;
+        }
+        message[2] = message[0] ? std::min(step + ahead(0.05), s.steps - 1) : std::min(step + ahead(0.2), message[3]);
       }
-      group->gloo->broadcast(message, 3, DType::I64, 0, group->gloo->world());
+      group->gloo->broadcast(message, 4, DType::I64, 0, group->gloo->world());
       next_check = message[2];
+      next_checkpoint = message[3];
       if (message[0] == 0) return false;
       // The go-ahead: a few more steps here (about 0.05 s) while the workers staying meet the
       // joining ones as the next generation (its rendezvous overlaps them), then the handover.

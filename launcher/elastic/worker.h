@@ -1,9 +1,9 @@
 // One worker of an elastic job (`run --elastic`, docs/runtime.md "Elastic jobs"): it trains as
 // run_worker does, in generations. A generation is a group of N workers meeting in the store under
 // its own prefix and running the plan's point for N (the plan holds a frontier for every count the
-// job may take). At check steps (every step at first, then about every 0.1 s of steps) rank 0
+// job may take). At check steps (every step at first, then about every 0.2 s of steps) rank 0
 // looks for the launcher's go-ahead (switch.json, launcher/elastic/control.h) and tells the others
-// (a broadcast of three integers) the step to switch after, about 0.05 s on; meanwhile the workers
+// (a broadcast of four integers, with the next check and checkpoint) the step to switch after, about 0.05 s on; meanwhile the workers
 // that stay meet the joining ones as the next generation (its rendezvous overlaps those steps). At
 // that step's end the group hands over: every worker gathers the whole model and optimizer state
 // (ShardedExecutor::gather_whole), those whose rank is not below the new count exit, growing, rank
@@ -16,7 +16,9 @@
 // the old group trains, says it is ready (control::ready_path), waits for the go-ahead, then meets
 // generation G.
 //
-// Every --checkpoint-every steps the group gathers the whole state and rank 0 writes
+// Every --checkpoint-every K steps (by default after 100 steps, then at intervals of at least 100
+// steps that keep the checkpoints near 1% of the time: 100 times the last checkpoint's seconds
+// over the typical step's) the group gathers the whole state and rank 0 writes
 // DIR/checkpoint.onnx, after DIR/history.json (the report's steps so far, resizes, recoveries). A
 // generation the launcher restarts after a lost worker (TENSOROPT_RESTART) resumes from that
 // checkpoint and history, and adds the recovery DIR/recovery.json describes.

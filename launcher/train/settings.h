@@ -41,8 +41,8 @@ struct TrainSettings {
     int min_gpus = 1, max_gpus = 0;  // 0: --gpus
     std::string control;             // the control directory (launcher/elastic/control.h)
     // Every this many steps the job writes DIR/checkpoint.onnx, from which it goes on when a
-    // worker is lost; 0: never (a lost worker ends the job).
-    int64_t checkpoint_every = 100;
+    // worker is lost; 0: never (a lost worker ends the job); -1: automatic (launcher/elastic/worker.h).
+    int64_t checkpoint_every = -1;
     // Left with fewer workers than min_gpus, how long the job waits for a resize before it stops.
     double rejoin_seconds = 60;
   } elastic;
