@@ -217,7 +217,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("--min-gpus", train.elastic.min_gpus, "With --elastic: the fewest workers (default 1)")->needs(elastic)->check(cli::integer(1));
   rn->add_option("--max-gpus", train.elastic.max_gpus, "With --elastic: the most workers (default --gpus)")->needs(elastic)->check(cli::integer(1));
   rn->add_option("--checkpoint-every", train.elastic.checkpoint_every,
-                 "With --elastic: write the job's checkpoint (CONTROL/checkpoint.onnx) every K steps, from which a lost worker is survived (default: after 100 steps, then as often as costs about 1% of the time; 0: never, and a lost worker ends the job)")
+                 "With --elastic: write the job's checkpoint (CONTROL/checkpoint.onnx) every K steps, from which a lost worker is survived (default: after 100 steps, then as often as costs about 0.5% of the time; 0: never, and a lost worker ends the job)")
       ->needs(elastic)->check(cli::integer<int64_t>(0));
   rn->add_option("--rejoin-timeout", train.elastic.rejoin_seconds,
                  "With --elastic: left with fewer workers than --min-gpus, seconds to wait for tensoropt resize before the job stops")

@@ -239,7 +239,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     int next = 0;
     int64_t next_check = steps_done + 1;
     // Checkpoints: every --checkpoint-every K steps; by default (K < 0) at the first multiple of
-    // 100 steps, then as often as keeps them near 1% of the time (the interval at least 100 steps);
+    // 100 steps, then as often as keeps them near 0.5% of the time (the interval at least 100 steps);
     // K = 0, never. Rank 0 names the next one at each check, and checks fall on it.
     const int64_t every = s.elastic.checkpoint_every;
     const int64_t first_every = every > 0 ? every : kAutoCheckpointSteps;
@@ -310,7 +310,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         // go-ahead, the step to hand over after, about 0.05 s on.
         const auto ahead = [&](double seconds) { return intervals.size() < 3 ? 1 : std::clamp<int64_t>(static_cast<int64_t>(seconds / typical), 1, 10000); };
         if (step >= next_checkpoint) {
-          const int64_t interval = every > 0 ? every : std::max<int64_t>(kAutoCheckpointSteps, static_cast<int64_t>(std::ceil(100 * checkpoint_seconds / typical)));
+          const int64_t interval = every > 0 ? every : std::max<int64_t>(kAutoCheckpointSteps, static_cast<int64_t>(std::ceil(200 * checkpoint_seconds / typical)));
           message[3] = step + interval;
         }
         message[2] = message[0] ? std::min(step + ahead(0.05), s.steps - 1) : std::min(step + ahead(0.2), message[3]);

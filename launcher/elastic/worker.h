@@ -17,7 +17,7 @@
 // generation G.
 //
 // Every --checkpoint-every K steps (by default after 100 steps, then at intervals of at least 100
-// steps that keep the checkpoints near 1% of the time: 100 times the last checkpoint's seconds
+// steps that keep the checkpoints near 0.5% of the time: 200 times the last checkpoint's seconds
 // over the typical step's) the group gathers the whole state and rank 0 writes
 // DIR/checkpoint.onnx, after DIR/history.json (the report's steps so far, resizes, recoveries). A
 // generation the launcher restarts after a lost worker (TENSOROPT_RESTART) resumes from that
