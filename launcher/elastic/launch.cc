@@ -16,8 +16,6 @@
 #include "launcher/launch/local.h"
 #include "launcher/launch/spawn.h"
 #include "launcher/train/worker.h"
-#include "planner/training.h"
-#include "profiler/database.h"
 
 namespace tensoropt {
 namespace {
@@ -270,11 +268,7 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
   if (lo > gpus || gpus > hi) {
     throw InputError("--gpus " + std::to_string(gpus) + " is outside --min-gpus " + std::to_string(lo) + " .. --max-gpus " + std::to_string(hi));
   }
-  if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
-  if (s.dtype) planner::parse_precision(*s.dtype);
-  check_checkpoint_paths(s);
-  (void)kernel_threads(s, hi);
-  if (s.profile) (void)profiler::read_profile(*s.profile);
+  check_before_workers(s, hi);
   std::string counts;
   for (int n = lo; n <= hi; ++n) {
     if (!counts.empty()) counts += ',';

@@ -134,7 +134,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   const bool lead = place.rank == 0;
   const int threads = kernel_threads(s);
   planner::StoredStrategy stored = checked_point(s, place.world);
-  const Graph g = import_for(s, point_settings(s, stored));
+  const planner::PlanSettings first_settings = point_settings(s, stored);
+  const Graph g = import_for(s, first_settings);
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads, place.local_rank});
   runtime::Backend& backend = *device;
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
@@ -185,7 +186,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   double requested_at = 0;
   int from_workers = joined ? 0 : place.world;
   int64_t at_step = 0;
-  const bool bf16 = point_settings(s, stored).training.precision == planner::Precision::Bf16;
+  const bool bf16 = first_settings.training.precision == planner::Precision::Bf16;
   // The group of the generation running, and the one before it being closed beside the next one's
   // start (closing Gloo's contexts waits for their threads: tens of milliseconds).
   std::unique_ptr<Group> group;
@@ -333,14 +334,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       return false;
     };
     const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
-                                      [&](runtime::Batch batch, const runtime::StepContext& ctx) {
-                                        const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
-                                        optimizer.step(ex);
-                                        ex.after_optimizer_step();
-                                        backend.synchronize();
-                                        return loss;
-                                      },
-                                      lo);
+                                      sharded_step(ex, optimizer, backend), lo);
     for (const auto& entry : loop.steps) {
       nlohmann::ordered_json e = entry;
       e["workers"] = place.world;
@@ -353,12 +347,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       status(optimizer.steps(), true);
       const ReportPair against = print_group_table(out, predicted, all, place.world);
       if (s.report) {
-        nlohmann::ordered_json report;
-        report["model"] = report_model(s, g.batch);
-        report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-        report["device"] = report_device(backend, place.world, threads, s.cluster);
-        report["costs"] = report_costs(costs);
-        report["optimizer"] = report_optimizer(s);
+        nlohmann::ordered_json report = report_head(s, g, stored, backend, place.world, threads, costs);
         report["resizes"] = resizes;
         report["recoveries"] = recoveries;
         finish_report(report, bf16 ? "bf16" : "fp32", steps, against, *s.report);

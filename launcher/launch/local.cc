@@ -152,7 +152,6 @@ std::string how_it_ended(int status) {
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
 
-
 int stop_signal() { return g_stop_signal; }
 
 int plan_for_workers(const TrainSettings& s, const std::string& gpus, const std::string& dir, std::ostream& out, std::ostream& err) {
@@ -221,12 +220,16 @@ int launch_workers(const std::vector<std::string>& argv, int gpus, std::ostream&
   return wait_for_workers(start_workers(worker_argv, gpus, dir), err);
 }
 
-int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+void check_before_workers(const TrainSettings& s, int workers) {
   if (s.data.has_value() != s.labels.has_value()) throw InputError("--data and --labels go together");
   if (s.dtype) planner::parse_precision(*s.dtype);  // a bad --dtype: one line, before anything starts
   check_checkpoint_paths(s);
-  (void)kernel_threads(s, gpus);  // a bad OMP_NUM_THREADS: one line, before anything starts
+  (void)kernel_threads(s, workers);  // a bad OMP_NUM_THREADS: one line, before anything starts
   if (s.profile) (void)profiler::read_profile(*s.profile);  // a corrupt profile likewise
+}
+
+int launch_local(const std::vector<std::string>& argv, int gpus, const TrainSettings& s, std::ostream& out, std::ostream& err) {
+  check_before_workers(s, gpus);
   if (s.plan) {  // a bad plan, point or strategy: one line, before any worker starts
     const planner::StoredStrategy stored = checked_point(s, gpus);
     if (!stored.settings) check_strategy_resolves(s, stored, kernel_threads(s, gpus));

@@ -25,6 +25,10 @@ std::string how_it_ended(int status);
 // The SIGINT or SIGTERM the launcher received, or 0.
 int stop_signal();
 
+// The flags and environment checked before any worker of `workers` starts (--data with --labels,
+// --dtype, the checkpoint paths, OMP_NUM_THREADS, --profile): InputError, one line.
+void check_before_workers(const TrainSettings& s, int workers);
+
 // `tensoropt plan` for the run's model on `gpus` workers ("8", or a list "2,3,4") into
 // DIR/plan.json, its chosen line echoed. Returns 0, or the exit code the launcher ends with when
 // planning failed.

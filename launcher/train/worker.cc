@@ -130,6 +130,27 @@ void save_whole(const TrainSettings& s, const Graph& g, runtime::Backend& backen
   if (lead) out << "saved    " << *s.save << " and " << *s.save << ".optim (step " << optimizer.steps() << ")\n";
 }
 
+TrainStep sharded_step(runtime::ShardedExecutor& ex, runtime::Optimizer& optimizer, runtime::Backend& backend) {
+  return [&ex, &optimizer, &backend](runtime::Batch batch, const runtime::StepContext& ctx) {
+    const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
+    optimizer.step(ex);
+    ex.after_optimizer_step();
+    backend.synchronize();
+    return loss;
+  };
+}
+
+nlohmann::ordered_json report_head(const TrainSettings& s, const Graph& g, const planner::StoredStrategy& stored, const runtime::Backend& backend,
+                                   int workers, int threads, const profiler::ProfileCosts& costs) {
+  nlohmann::ordered_json report;
+  report["model"] = report_model(s, g.batch);
+  report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
+  report["device"] = report_device(backend, workers, threads, s.cluster);
+  report["costs"] = report_costs(costs);
+  report["optimizer"] = report_optimizer(s);
+  return report;
+}
+
 std::vector<double> gather_figures(const LoopResult& loop, runtime::Allocator& allocator, comm::Communicator& communicator, int world) {
   const runtime::MemoryStats ms = allocator.stats();
   std::array<double, kEach> mine{steady_median(loop.seconds), static_cast<double>(ms.peak_total), steady_median(loop.blocked)};
@@ -228,14 +249,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   const std::unique_ptr<runtime::KernelTimer> timer = s.kernel_times && lead ? backend.kernel_timer() : nullptr;
   lo.timer = timer.get();
   const LoopResult loop = run_steps(*data, backend.allocator(), runtime::StepContext{&backend.allocator(), true, s.seed, 0, threads},
-                                    [&](runtime::Batch batch, const runtime::StepContext& ctx) {
-                                      const double loss = ex.train_step(std::move(batch.inputs), std::move(batch.target), ctx);
-                                      optimizer.step(ex);
-                                      ex.after_optimizer_step();
-                                      backend.synchronize();
-                                      return loss;
-                                    },
-                                    lo);
+                                    sharded_step(ex, optimizer, backend), lo);
   if (s.save) save_whole(s, g, backend, ex, optimizer, communicator, lead, out);
   const std::vector<double> all = gather_figures(loop, backend.allocator(), *group.gloo, place.world);
   if (!lead) return 0;
@@ -243,12 +257,7 @@ int run_worker(const TrainSettings& s, int gpus, const WorkerPlace& place, std::
   nlohmann::ordered_json kernel_times;
   if (timer) kernel_times = print_kernel_times(out, *timer, loop.seconds);
   if (s.report) {
-    nlohmann::ordered_json report;
-    report["model"] = report_model(s, g.batch);
-    report["strategy"] = {{"plan", stored.where}, {"mesh", stored.mesh}};
-    report["device"] = report_device(backend, place.world, threads, s.cluster);
-    report["costs"] = report_costs(costs);
-    report["optimizer"] = report_optimizer(s);
+    nlohmann::ordered_json report = report_head(s, g, stored, backend, place.world, threads, costs);
     if (timer) report["kernel_times"] = kernel_times;
     finish_report(report, bf16 ? "bf16" : "fp32", loop.steps, against, *s.report);
   }

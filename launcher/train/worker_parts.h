@@ -45,6 +45,14 @@ void save_whole(const TrainSettings& s, const Graph& g, runtime::Backend& backen
 constexpr size_t kEach = 3 + runtime::kMemoryKinds;
 std::vector<double> gather_figures(const LoopResult& loop, runtime::Allocator& allocator, comm::Communicator& communicator, int world);
 
+// One training step of the sharded executor: forward, loss, backward, the optimizer's update and
+// ZeRO-2's gather of the updated chunks, synchronised with the device.
+TrainStep sharded_step(runtime::ShardedExecutor& ex, runtime::Optimizer& optimizer, runtime::Backend& backend);
+
+// The report's opening objects: the model, the strategy run, the device, the costs, the optimizer.
+nlohmann::ordered_json report_head(const TrainSettings& s, const Graph& g, const planner::StoredStrategy& stored, const runtime::Backend& backend,
+                                   int workers, int threads, const profiler::ProfileCosts& costs);
+
 // Rank 0's closing table: the slowest rank's time, the largest peak's memory by kind, each rank's
 // peak; returns the report's predicted and measured objects, with every rank's figures.
 ReportPair print_group_table(std::ostream& out, const PointPrediction& predicted, const std::vector<double>& all, int world);
