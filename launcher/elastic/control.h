@@ -32,8 +32,9 @@ std::optional<nlohmann::ordered_json> read_json(const std::string& path);
 // Whether the launcher whose pid DIR/launcher.pid holds still runs.
 bool job_alive(const std::string& dir);
 
-// Makes DIR (and its parents) a control directory for this process's job with those limits:
-// InputError when it belongs to a job that still runs.
+// Makes DIR (and its parents) a control directory for this process's job with those limits, the
+// files of a job that ran there before removed (its checkpoint too): InputError when it belongs to
+// a job that still runs.
 void open_control(const std::string& dir, int min_gpus, int max_gpus);
 
 // `tensoropt resize DIR --gpus N`: writes the request and returns at once. InputError when DIR is

@@ -363,4 +363,19 @@ TEST_CASE("run --elastic left below --min-gpus waits --rejoin-timeout for a resi
   CHECK(processes_with(job.control).empty());
 }
 
+TEST_CASE("run --elastic in a control directory another job used starts clean: no restart resumes from that job's checkpoint") {
+  test::TempDir dir;
+  const std::string control = dir.path + "/control";
+  const test::CliResult first = run_cli("run " + kGpt + " --elastic --gpus 2 --steps 3 --checkpoint-every 1 --batch 12 --control " + control);
+  REQUIRE_MESSAGE(first.code == 0, first.err);
+  CHECK(std::filesystem::exists(control + "/checkpoint.onnx"));
+  CHECK(std::filesystem::exists(control + "/history.json"));
+  const test::CliResult second = run_cli("run " + kGpt + " --elastic --gpus 2 --steps 1 --checkpoint-every 0 --batch 12 --control " + control);
+  REQUIRE_MESSAGE(second.code == 0, second.err);
+  CHECK_FALSE(std::filesystem::exists(control + "/checkpoint.onnx"));
+  CHECK_FALSE(std::filesystem::exists(control + "/checkpoint.onnx.optim"));
+  CHECK_FALSE(std::filesystem::exists(control + "/history.json"));
+  CHECK(nlohmann::json::parse(slurp(control + "/status.json")).at("step") == 1);
+}
+
 }  // namespace tensoropt
