@@ -32,7 +32,8 @@ int run_status(const JobArgs& args, std::ostream& out) {
   }
   for (const auto& r : st.value("recoveries", nlohmann::ordered_json::array())) {
     out << "lost     rank " << r.value("lost_ranks", nlohmann::ordered_json::array()).dump() << " (" << r.value("how", std::string()) << ") after step "
-        << r.value("at_step", 0) << ": went on with " << r.value("to", 0) << " workers from step " << r.value("resumed_from_step", 0) << ", "
+        << r.value("at_step", 0) << ": went on with " << r.value("to", 0) << " workers from step " << r.value("resumed_from_step", 0) << " ("
+        << (r.value("source", std::string()) == "replicas" ? "the state the workers left held" : "the checkpoint") << "), "
         << r.value("redone_steps", 0) << " steps done again\n";
   }
   return 0;

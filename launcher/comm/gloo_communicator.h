@@ -33,6 +33,7 @@
 // gloo_communicator.h (the class, and which file defines what).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -60,6 +61,9 @@ struct GlooOptions {
   std::string rendezvous;  // parse_rendezvous's format
   std::string prefix;      // namespaces this job's keys in a shared store; "" for none
   std::chrono::milliseconds timeout{30000};
+  // Set by another thread, ends every rendezvous wait within 0.1 s (a CommError): an elastic
+  // job's group met in the background is given up when the job regroups without it. Null: none.
+  std::shared_ptr<const std::atomic<bool>> abandon;
   // Where this process listens for its peers: a network interface ("lo", "eth0") or else a
   // hostname or address ("127.0.0.1"). Both empty: the GLOO_SOCKET_IFNAME variable's interface
   // when set, else the address this machine's hostname resolves to (Gloo's default).

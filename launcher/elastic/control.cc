@@ -48,7 +48,7 @@ void open_control(const std::string& dir, int min_gpus, int max_gpus) {
   if (job_alive(dir)) throw InputError("--control " + dir + ": another elastic job runs there");
   // A job before this one in the same directory left its files: a restart must not resume from its
   // checkpoint, nor status and resize read its state.
-  for (const char* stale : {"request.json", "switch.json", "status.json", "recovery.json", "history.json", "checkpoint.onnx", "checkpoint.onnx.optim"})
+  for (const char* stale : {"request.json", "switch.json", "regroup.json", "status.json", "recovery.json", "history.json", "checkpoint.onnx", "checkpoint.onnx.optim"})
     std::filesystem::remove(dir + "/" + stale, ec);
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/ready", ec)) std::filesystem::remove(entry.path(), ec);
   write_json(dir + "/limits.json", {{"min_gpus", min_gpus}, {"max_gpus", max_gpus}});

@@ -10,6 +10,10 @@
 //                  every joining worker is loaded (at once to shrink); the running group's rank 0
 //                  reads it after each step, and the group moves to generation G at that step's end;
 //   ready/G.R      worker R of generation G is loaded and waits for the old group to hand over;
+//   regroup.json   {"generation": G, "workers": N, "ranks": {"PID": R, ...}, "lost_ranks": [...],
+//                  "how": "...", "from": M}: a worker was lost; the workers left (by process id)
+//                  meet as generation G with these ranks and go on from the state they hold
+//                  (launcher/elastic/worker.h), or exit kExitNoReplica when none holds it whole;
 //   status.json    the running job as rank 0 last saw it (read_status's fields), after each step
 //                  at most every 0.2 s and at every resize and at the end.
 //
@@ -23,6 +27,10 @@
 #include <nlohmann/json.hpp>
 
 namespace tensoropt::control {
+
+// A worker's exit code when, after a lost worker, no member of its new group holds the whole
+// state: the launcher then restarts the group from the checkpoint.
+constexpr int kExitNoReplica = 75;
 
 // `doc` written to `path` whole (a temporary file renamed over it).
 void write_json(const std::string& path, const nlohmann::ordered_json& doc);

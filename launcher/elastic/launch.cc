@@ -22,6 +22,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long the workers left after a loss have to meet and take their first step before the
+// launcher restarts them from the checkpoint: past a communicator timeout (30 s) waited out in a
+// collective and one in the rendezvous.
+constexpr std::chrono::seconds kRegroupSeconds{100};
+
 
 double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
@@ -51,6 +56,10 @@ class Supervisor {
     for (int r = 0; r < gpus; ++r) members_.push_back({start_worker(argv_, r, gpus, dir_, 0), r, 0});
     while (true) {
       reap();
+      if (regrouping_ && !stopping_ && (no_replica_ || Clock::now() - regroup_since_ > kRegroupSeconds)) {
+        if (const int code = restart(world_); code != 0) return code;
+        continue;
+      }
       if (std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.done; })) break;
       if (!stopping_ && (failed_ >= 0 || stop_signal())) stop_all();
       if (stopping_ && Clock::now() - stopping_since_ > std::chrono::seconds(5))
@@ -60,6 +69,7 @@ class Supervisor {
         if (const int code = recover(); code != 0) return code;
         continue;
       }
+
       if (!stopping_) {
         follow_status();
         take_request();
@@ -95,6 +105,10 @@ class Supervisor {
       if (waitpid(m.pid, &status, WNOHANG) != m.pid) continue;
       m.done = true;
       if (m.cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopping_) continue;
+      if (regrouping_ && WIFEXITED(status) && WEXITSTATUS(status) == control::kExitNoReplica) {
+        no_replica_ = true;
+        continue;
+      }
       if (pending_ && m.generation == pending_->generation && !pending_->switched) {
         err_ << "tensoropt: worker " << m.rank << " joining the job " << how_it_ended(status) << "; the resize to " << pending_->workers
              << " workers is abandoned, the job goes on with " << world_ << "\n";
@@ -107,7 +121,7 @@ class Supervisor {
     }
     for (const auto& [i, status] : bad) {
       const Member& m = members_[i];
-      if (recoverable_ && signalled) {
+      if (signalled) {
         if (WIFSIGNALED(status)) lost_.push_back({m.rank, m.generation, how_it_ended(status)});
         continue;
       }
@@ -120,20 +134,60 @@ class Supervisor {
     }
   }
 
-  // A worker was lost: the others are stopped (their collectives with it would fail or wait), and a
-  // new generation of the workers left (at least --min-gpus: below it, a bounded wait for a
-  // `resize` that brings it there) starts again from the job's checkpoint (launcher/elastic/worker.h).
+  // A worker was lost. A resize under way is abandoned (its joining workers stopped); the workers
+  // left meet as a new generation with the ranks regroup.json gives them and go on from the whole
+  // state one of them holds (launcher/elastic/worker.h). Where none holds it, or fewer than
+  // --min-gpus are left, or they do not meet, restart() starts them again from the checkpoint.
   // Returns 0, or the launcher's exit code when the job cannot go on.
   int recover() {
-    std::string lost_ranks, how;
-    nlohmann::json ranks = nlohmann::json::array();
-    int lost_here = 0;  // of the running generation (a joining worker lost during a handover is not)
+    last_ranks_ = nlohmann::json::array();
+    last_lost_.clear();
     for (const Lost& l : lost_) {
-      lost_ranks += (lost_ranks.empty() ? "" : ", ") + std::to_string(l.rank);
-      how = l.how;
-      ranks.push_back(l.rank);
-      lost_here += l.generation <= generation_;
+      last_lost_ += (last_lost_.empty() ? "" : ", ") + std::to_string(l.rank);
+      last_how_ = l.how;
+      last_ranks_.push_back(l.rank);
     }
+    const bool joining = pending_ && std::all_of(lost_.begin(), lost_.end(), [&](const Lost& l) { return l.generation == pending_->generation; });
+    const int resize_to = pending_ ? pending_->workers : 0;
+    if (pending_) cancel(pending_->generation);
+    const int generation = std::max(generation_, pending_ ? pending_->generation : 0) + 1;
+    pending_.reset();
+    lost_.clear();
+    std::vector<Member*> left;
+    for (Member& m : members_)
+      if (!m.done && !m.cancelled) left.push_back(&m);
+    std::sort(left.begin(), left.end(), [](const Member* a, const Member* b) { return a->rank < b->rank; });
+    last_from_ = world_;
+    const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
+    last_step_ = status ? status->value("step", int64_t{0}) : 0;
+    if (joining)
+      out_ << "lost     joining worker " << last_lost_ << " (" << last_how_ << ") during the resize " << last_from_ << " -> " << resize_to
+           << " after step " << last_step_ << ": the resize is abandoned\n" << std::flush;
+    else
+      out_ << "lost     rank " << last_lost_ << " of " << last_from_ << " (" << last_how_ << ") after step " << last_step_
+           << (resize_to ? "; the resize to " + std::to_string(resize_to) + " workers under way is abandoned" : std::string()) << "\n" << std::flush;
+    if (static_cast<int>(left.size()) < min_gpus_) return restart(static_cast<int>(left.size()));
+    nlohmann::ordered_json ranks = nlohmann::ordered_json::object();
+    for (size_t r = 0; r < left.size(); ++r) {
+      ranks[std::to_string(left[r]->pid)] = static_cast<int>(r);
+      left[r]->rank = static_cast<int>(r);
+      left[r]->generation = generation;
+    }
+    control::write_json(control_ + "/regroup.json", {{"generation", generation}, {"workers", left.size()}, {"ranks", ranks},
+                                                     {"lost_ranks", last_ranks_}, {"how", last_how_}, {"from", last_from_}, {"during_resize_to", resize_to}});
+    out_ << "regroup  the " << left.size() << " workers left meet as a new group\n" << std::flush;
+    generation_ = generation;
+    world_ = static_cast<int>(left.size());
+    regrouping_ = generation;
+    regroup_since_ = Clock::now();
+    no_replica_ = false;
+    return 0;
+  }
+
+  // The regroup failed (no worker holds the whole state, or they did not meet in time): every
+  // worker is stopped and `workers` start again from the job's checkpoint (below --min-gpus, after
+  // a bounded wait for a `resize` that brings the job there).
+  int restart(int workers) {
     for (Member& m : members_)
       if (!m.done) {
         m.cancelled = true;
@@ -143,15 +197,14 @@ class Supervisor {
       reap();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
-    const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
-    const int64_t at_step = status ? status->value("step", int64_t{0}) : 0;
-    const int from = world_;
-    const int left = world_ - lost_here;
-    int workers = left;
-    const int generation = std::max(generation_, pending_ ? pending_->generation : 0) + 1;
-    pending_.reset();
     lost_.clear();
-    out_ << "lost     rank " << lost_ranks << " of " << from << " (" << how << ") after step " << at_step << "\n" << std::flush;
+    regrouping_ = 0;
+    const int left = workers;
+    if (!recoverable_) {
+      err_ << "tensoropt: error: rank " << last_lost_ << " " << last_how_ << "; no worker left holds the whole state and no checkpoint is written"
+           << " (--checkpoint-every 0): the job stops\n";
+      return 1;
+    }
     if (workers < min_gpus_) {
       out_ << "waiting  " << workers << " workers left, fewer than --min-gpus " << min_gpus_ << ": up to " << rejoin_seconds_
            << " s for tensoropt resize " << control_ << " --gpus N\n" << std::flush;
@@ -165,13 +218,14 @@ class Supervisor {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       if (workers < min_gpus_) {
-        err_ << "tensoropt: error: rank " << lost_ranks << " " << how << "; " << left << " workers left, fewer than --min-gpus " << min_gpus_
+        err_ << "tensoropt: error: rank " << last_lost_ << " " << last_how_ << "; " << left << " workers left, fewer than --min-gpus " << min_gpus_
              << ", and no resize came within " << rejoin_seconds_ << " s: the job stops (its checkpoint: " << control_ << "/checkpoint.onnx)\n";
         return 1;
       }
     }
+    const int generation = generation_ + 1;
     control::write_json(control_ + "/recovery.json",
-                        {{"lost_ranks", ranks}, {"how", how}, {"at_step", at_step}, {"from", from}, {"to", workers}});
+                        {{"lost_ranks", last_ranks_}, {"how", last_how_}, {"at_step", last_step_}, {"from", last_from_}, {"to", workers}});
     out_ << "restart  " << workers << " workers from the checkpoint\n" << std::flush;
     for (int r = 0; r < workers; ++r) members_.push_back({start_worker(argv_, r, workers, dir_, generation, true), r, generation});
     generation_ = generation;
@@ -201,6 +255,7 @@ class Supervisor {
     const std::optional<nlohmann::ordered_json> status = control::read_json(control_ + "/status.json");
     if (!status) return;
     const int generation = status->value("generation", 0);
+    if (regrouping_ && generation >= regrouping_) regrouping_ = 0;
     if (generation > generation_) {
       generation_ = generation;
       world_ = status->value("workers", world_);
@@ -259,6 +314,14 @@ class Supervisor {
     std::string how;
   };
   std::vector<Lost> lost_;  // since the last recovery
+  // The last loss: its ranks, how they ended, the workers and step before it.
+  std::string last_lost_, last_how_;
+  nlohmann::json last_ranks_ = nlohmann::json::array();
+  int last_from_ = 0;
+  int64_t last_step_ = 0;
+  int regrouping_ = 0;          // the generation the workers left are meeting as; 0: none
+  Clock::time_point regroup_since_{};
+  bool no_replica_ = false;     // a worker of that generation found no whole state to go on from
 };
 
 }  // namespace

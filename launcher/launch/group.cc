@@ -8,12 +8,13 @@
 
 namespace tensoropt {
 
-Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix) {
+Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix, std::shared_ptr<const std::atomic<bool>> abandon) {
   comm::GlooOptions go;
   go.rank = place.rank;
   go.size = place.world;
   go.rendezvous = place.rendezvous;
   go.prefix = prefix;
+  go.abandon = std::move(abandon);
   if (place.local) go.hostname = "127.0.0.1";
   Group group;
   group.gloo = comm::make_gloo_communicator(go);

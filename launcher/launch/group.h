@@ -6,6 +6,7 @@
 // Not thread-safe.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -26,7 +27,9 @@ struct Group {
 };
 
 // `prefix` namespaces the group's keys in the store: an elastic job's generations ("g1", "g2", ...)
-// meet in the same store, each as its own group.
-Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix = "");
+// meet in the same store, each as its own group. `abandon` (when not null) set by another thread
+// ends the Gloo rendezvous early with a CommError (an elastic job regrouping without this group).
+Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std::string& prefix = "",
+                 std::shared_ptr<const std::atomic<bool>> abandon = nullptr);
 
 }  // namespace tensoropt

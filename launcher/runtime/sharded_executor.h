@@ -107,6 +107,12 @@ class ShardedExecutor final : public GradientSource {
   // it: under data parallelism each worker updates its own, and DDP keeps rank 0's).
   // `optimizer` updates optimizer_weights(); `state` receives its slots by parameter.
   std::map<int, Array> gather_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state);
+  // local_whole: the same without communication, where this worker holds the whole model (every
+  // parameter and buffer replicated over the mesh, no ZeRO-2: a replica, as data parallelism
+  // keeps one per worker; its buffers its own); nullopt where it holds a part only. The arrays are
+  // the executor's own (not copies). For an elastic job that lost a worker: the state survives in
+  // any replica.
+  std::optional<std::map<int, Array>> local_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) const;
   // scatter_state: this worker's part of a whole optimizer state (a checkpoint's, by parameter and
   // slot) into `optimizer`'s arrays. No communication.
   void scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer);

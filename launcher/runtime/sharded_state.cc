@@ -174,6 +174,25 @@ std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, s
   return whole;
 }
 
+std::optional<std::map<int, Array>> ShardedExecutor::local_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) const {
+  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+  for (int t : plan_.roots)
+    if (sh_.plan.home[static_cast<size_t>(t)] != replicated || flat_.count(t)) return std::nullopt;
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    for (size_t q = 0; q < g_.nodes[i].inputs.size(); ++q) {
+      const int t = g_.nodes[i].inputs[q];
+      if (t >= 0 && g_.tensors[static_cast<size_t>(t)].kind == TensorKind::Buffer && sh_.plan.in[i][q] != replicated) return std::nullopt;
+    }
+  std::map<int, Array> whole;
+  for (int t : plan_.roots) {
+    whole[t] = optimizer_weights_.at(t);  // the float32 master under mixed precision, else the parameter itself
+    state[t] = optimizer.state().at(t);
+  }
+  for (const auto& [t, a] : state_)
+    if (g_.tensors[static_cast<size_t>(t)].kind == TensorKind::Buffer) whole[t] = a;
+  return whole;
+}
+
 void ShardedExecutor::scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer) {
   const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
   for (auto& [t, slots] : optimizer.state()) {

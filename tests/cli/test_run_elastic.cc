@@ -2,9 +2,10 @@
 // `tensoropt status`, as a user (or a cluster scheduler) drives it: the GPT fixture resized
 // 2 -> 3 -> 1 workers at the plan's chosen points (data parallel) and 1 -> 4 -> 2 at each count's
 // smallest point (ZeRO-2, with some tensor parallelism) gives the losses, the samples and the final
-// weights of an unresized run; a worker killed mid-run is survived from the job's checkpoint; a
-// joining worker killed before the handover leaves the job at its size, a killed launcher leaves no
-// worker; bad requests are one line and exit 2.
+// weights of an unresized run; a worker killed mid-run is survived from the replicas the workers
+// left hold (data parallelism) or else from the job's checkpoint (ZeRO-2); a joining worker killed
+// before or during the handover leaves the job at its size, a killed launcher leaves no worker;
+// bad requests are one line and exit 2.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -160,6 +161,17 @@ pid_t rank_of(const std::vector<pid_t>& pids, int rank) {
   return 0;
 }
 
+// The report's steps against the one-device run's: the same losses and samples, each step once.
+void same_steps(const nlohmann::json& steps, const nlohmann::json& want) {
+  REQUIRE(steps.size() == want.size());
+  for (size_t k = 0; k < steps.size(); ++k) {
+    CAPTURE(k);
+    CHECK(steps[k].at("step") == static_cast<int>(k) + 1);
+    CHECK(steps[k].at("loss").get<double>() == doctest::Approx(want[k]["loss"].get<double>()).epsilon(1e-5));
+    CHECK(steps[k].at("samples") == want[k]["samples"]);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the losses, samples and weights of an unresized run") {
@@ -268,7 +280,7 @@ TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 
   CHECK(has(status.out, "step     2 of 2"));
 }
 
-TEST_CASE("run --elastic: a joining worker killed before the handover leaves the job at its size, and a killed launcher leaves no worker") {
+TEST_CASE("run --elastic: a joining worker killed before the go-ahead leaves the job at its size, and a killed launcher leaves no worker") {
   test::TempDir dir;
   // The joining worker is killed as soon as it runs (it loads for a while before it says it is ready).
   Job job(dir.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + dir.path + "/report.json");
@@ -310,41 +322,89 @@ TEST_CASE("run --elastic: a joining worker killed before the handover leaves the
   CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
 }
 
-TEST_CASE("run --elastic survives a worker killed mid-run: the job goes on from its checkpoint with the workers left, the losses unchanged") {
+TEST_CASE("run --elastic survives a worker killed mid-run: from the replicas the others hold, else from its checkpoint, the losses unchanged") {
   test::TempDir dir;
   const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --report " + dir.path + "/one.json");
   REQUIRE_MESSAGE(one.code == 0, one.err);
   const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json")).at("steps");
-  const std::string here = dir.path + "/lost";
+  // The chosen point at 3 workers is data parallel (every worker a replica of the whole state);
+  // the smallest is ZeRO-2 (the optimizer state split: none left holds it whole).
+  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
+  REQUIRE_MESSAGE(plan.code == 0, plan.err);
+  nlohmann::json smallest = nlohmann::json::parse(slurp(dir.path + "/plan.json"));
+  for (auto& f : smallest["frontiers"]) f["chosen"] = f["points"].size() - 1;
+  CHECK(has(smallest["frontiers"][2]["points"].back()["summary"].get<std::string>(), "ZeRO-2"));
+  std::ofstream(dir.path + "/smallest.json") << smallest.dump();
+  for (const bool replicas : {true, false}) {
+    CAPTURE(replicas);
+    const std::string here = dir.path + (replicas ? "/replicas" : "/checkpoint");
+    std::filesystem::create_directories(here);
+    // The default checkpoints: the first after 100 steps.
+    Job job(here, kGpt + " --elastic --gpus 3" + kOpt + (replicas ? "" : " --plan " + dir.path + "/smallest.json") + " --report " + here +
+                      "/report.json");
+    job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120; });
+    const pid_t victim = rank_of(processes_with(job.control), 2);
+    REQUIRE(victim > 0);
+    kill(victim, SIGKILL);
+    REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
+    const std::string out = slurp(here + "/out");
+    CHECK(has(out, "lost     rank 2 of 3 (killed by signal 9"));
+    CHECK(has(out, "regroup  the 2 workers left meet as a new group"));
+    CHECK(has(out, replicas ? "regroup  2 workers go on from the state at step" : "restart  2 workers from the checkpoint"));
+    const nlohmann::json report = nlohmann::json::parse(slurp(here + "/report.json"));
+    REQUIRE(report.at("recoveries").size() == 1);
+    const nlohmann::json& r = report["recoveries"][0];
+    CHECK(r.at("lost_ranks") == nlohmann::json({2}));
+    CHECK(r.at("from") == 3);
+    CHECK(r.at("to") == 2);
+    CHECK(r.at("source") == (replicas ? "replicas" : "checkpoint"));
+    const int resumed = r.at("resumed_from_step").get<int>();
+    if (replicas) {
+      CHECK(resumed >= 120);
+      CHECK(r.at("redone_steps").get<int>() <= 1);  // a step some finished and others did not
+      CHECK(r.at("pause_s").get<double>() < 5.0);
+    } else {
+      CHECK(resumed % 100 == 0);
+      CHECK(resumed >= 100);
+    }
+    const nlohmann::json& steps = report.at("steps");
+    same_steps(steps, want);
+    for (size_t k = 0; k < steps.size(); ++k) CHECK(steps[k].at("workers") == (static_cast<int>(k) + 1 <= resumed ? 3 : 2));
+    CHECK(has(run_cli("status " + job.control).out, "lost     rank [2]"));
+    CHECK(processes_with(job.control).empty());
+  }
+}
+
+TEST_CASE("run --elastic: a joining worker killed during the handover leaves the old group going on, unchanged, from the state it holds") {
+  test::TempDir dir;
+  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --report " + dir.path + "/one.json");
+  REQUIRE_MESSAGE(one.code == 0, one.err);
+  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json")).at("steps");
+  const std::string here = dir.path + "/job";
   std::filesystem::create_directories(here);
-  // The default checkpoints: the first after 100 steps.
-  Job job(here, kGpt + " --elastic --gpus 3" + kOpt + " --report " + here + "/report.json");
-  job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120; });
-  const pid_t victim = rank_of(processes_with(job.control), 2);
-  REQUIRE(victim > 0);
-  kill(victim, SIGKILL);
+  Job job(here, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + here + "/report.json");
+  job.wait_for([](const nlohmann::json&) { return true; });
+  REQUIRE(run_cli("resize " + job.control + " --gpus 3").code == 0);
+  // The go-ahead is written once the joining worker is loaded; the group hands over at least
+  // 0.05 s of steps after it sees it (it looks every 0.2 s of steps): the kill falls in between.
+  const auto start = std::chrono::steady_clock::now();
+  while (!std::filesystem::exists(job.control + "/switch.json") && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const pid_t joiner = rank_of(processes_with(job.control), 2);
+  REQUIRE(joiner > 0);
+  kill(joiner, SIGKILL);
   REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
   const std::string out = slurp(here + "/out");
-  CHECK(has(out, "lost     rank 2 of 3 (killed by signal 9"));
-  CHECK(has(out, "restart  2 workers from the checkpoint"));
+  CHECK(has(out, "lost     joining worker 2 (killed by signal 9 (Killed)) during the resize 2 -> 3"));
+  CHECK(has(out, "the resize is abandoned"));
   const nlohmann::json report = nlohmann::json::parse(slurp(here + "/report.json"));
+  CHECK(report.at("resizes").empty());
   REQUIRE(report.at("recoveries").size() == 1);
-  const nlohmann::json& r = report["recoveries"][0];
-  CHECK(r.at("lost_ranks") == nlohmann::json({2}));
-  CHECK(r.at("from") == 3);
-  CHECK(r.at("to") == 2);
-  CHECK(r.at("resumed_from_step").get<int>() % 100 == 0);
-  CHECK(r.at("resumed_from_step").get<int>() >= 100);
-  const nlohmann::json& steps = report.at("steps");
-  REQUIRE(steps.size() == want.size());
-  for (size_t k = 0; k < steps.size(); ++k) {
-    CAPTURE(k);
-    CHECK(steps[k].at("step") == static_cast<int>(k) + 1);
-    CHECK(steps[k].at("loss").get<double>() == doctest::Approx(want[k]["loss"].get<double>()).epsilon(1e-5));
-    CHECK(steps[k].at("samples") == want[k]["samples"]);
-    CHECK(steps[k].at("workers") == (static_cast<int>(k) + 1 <= r["resumed_from_step"].get<int>() ? 3 : 2));
-  }
-  CHECK(has(run_cli("status " + job.control).out, "lost     rank [2]"));
+  CHECK(report["recoveries"][0].at("source") == "replicas");
+  CHECK(report["recoveries"][0].at("to") == 2);
+  CHECK(report["recoveries"][0].at("during_resize_to") == 3);
+  same_steps(report.at("steps"), want);
+  for (const auto& e : report["steps"]) CHECK(e.at("workers") == 2);
   CHECK(processes_with(job.control).empty());
 }
 

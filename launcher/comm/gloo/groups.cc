@@ -38,7 +38,7 @@ GroupContext& GlooCommunicator::context(const Group& g, const char* what, GroupC
   if (g.size() > 1) {
     try {
       gc.context = connect_group(stores_.job(), std::string(lane) + group_key(g), g.index_of(rank()), g.size(),
-                                 options_.timeout, device_);
+                                 options_.timeout, device_, options_.abandon.get());
     } catch (const std::exception& e) {
       fail(what, g, e.what());
     }

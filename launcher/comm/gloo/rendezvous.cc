@@ -54,20 +54,34 @@ namespace {
 // without one in places (they would wait Gloo's default 30 s, or for ever on some stores).
 class TimeoutStore : public rdv::Store {
  public:
-  TimeoutStore(rdv::Store& store, std::chrono::milliseconds timeout) : store_(store), timeout_(timeout) {}
+  TimeoutStore(rdv::Store& store, std::chrono::milliseconds timeout, const std::atomic<bool>* abandon)
+      : store_(store), timeout_(timeout), abandon_(abandon) {}
   void set(const std::string& key, const std::vector<char>& data) override { store_.set(key, data); }
   std::vector<char> get(const std::string& key) override {
-    store_.wait({key}, timeout_);
+    wait({key}, timeout_);
     return store_.get(key);
   }
-  void wait(const std::vector<std::string>& keys) override { store_.wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  // With an abandon flag, the wait goes in slices of 0.1 s, the flag read between them.
   void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    store_.wait(keys, std::min(timeout, timeout_));
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point end = Clock::now() + std::min(timeout, timeout_);
+    while (true) {
+      if (abandon_ && abandon_->load()) throw std::runtime_error("the rendezvous was given up (the job regrouped without it)");
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+      if (!abandon_) return store_.wait(keys, std::max(left, std::chrono::milliseconds(1)));
+      try {
+        return store_.wait(keys, std::clamp(left, std::chrono::milliseconds(1), std::chrono::milliseconds(100)));
+      } catch (const std::exception&) {
+        if (Clock::now() >= end) throw;
+      }
+    }
   }
 
  private:
   rdv::Store& store_;
   std::chrono::milliseconds timeout_;
+  const std::atomic<bool>* abandon_;
 };
 
 }  // namespace
@@ -101,9 +115,9 @@ std::shared_ptr<gloo::transport::Device> make_device(const GlooOptions& options)
 
 std::shared_ptr<gloo::Context> connect_group(rdv::Store& job_store, const std::string& key, int index, int size,
                                              std::chrono::milliseconds timeout,
-                                             std::shared_ptr<gloo::transport::Device>& device) {
+                                             std::shared_ptr<gloo::transport::Device>& device, const std::atomic<bool>* abandon) {
   rdv::PrefixStore prefixed(key, job_store);
-  TimeoutStore store(prefixed, timeout);
+  TimeoutStore store(prefixed, timeout, abandon);
   auto ctx = std::make_shared<rdv::Context>(index, size);
   ctx->setTimeout(timeout);
   ctx->connectFullMesh(store, device);

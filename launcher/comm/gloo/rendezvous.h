@@ -21,6 +21,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/device.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -45,10 +46,12 @@ Stores open_stores(const GlooOptions& options);
 std::shared_ptr<gloo::transport::Device> make_device(const GlooOptions& options);
 
 // Meets the group's other members in `job_store` under `key` and connects every pair: returns a
-// context of `size` members in which this process is `index`. Every wait is held to `timeout`.
-// Throws Gloo's exception when the members do not meet within it.
+// context of `size` members in which this process is `index`. Every wait is held to `timeout`,
+// and ends within 0.1 s of `abandon` (when not null) becoming true.
+// Throws Gloo's exception when the members do not meet within it, std::runtime_error when abandoned.
 std::shared_ptr<gloo::Context> connect_group(gloo::rendezvous::Store& job_store, const std::string& key, int index,
                                              int size, std::chrono::milliseconds timeout,
-                                             std::shared_ptr<gloo::transport::Device>& device);
+                                             std::shared_ptr<gloo::transport::Device>& device,
+                                             const std::atomic<bool>* abandon = nullptr);
 
 }  // namespace tensoropt::comm::gloo_impl
