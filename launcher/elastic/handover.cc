@@ -82,18 +82,32 @@ void share_whole(comm::Communicator& c, runtime::Backend& backend, const Graph& 
 
 Agreement agree(comm::Communicator& c, const Held& mine) {
   const int n = c.world().size();
-  std::vector<int64_t> all(3 * static_cast<size_t>(n));
-  const int64_t m[3] = {mine.whole_step, mine.reached, mine.history};
-  c.all_gather(m, all.data(), 3, DType::I64, c.world());
+  constexpr size_t kEach = 4;
+  std::vector<int64_t> all(kEach * static_cast<size_t>(n));
+  const int64_t m[kEach] = {mine.whole_step, mine.reached, mine.history, mine.shard_step};
+  c.all_gather(m, all.data(), kEach, DType::I64, c.world());
+  const auto at = [&](int r) { return &all[kEach * static_cast<size_t>(r)]; };
   Agreement a;
+  bool shards = true;
+  int64_t newest_whole = -1;
   for (int r = 0; r < n; ++r) {
-    const int64_t* h = &all[3 * static_cast<size_t>(r)];
+    const int64_t* h = at(r);
     a.reached = std::max(a.reached, h[1]);
+    if (h[2] > at(a.history_root)[2]) a.history_root = r;
+    shards = shards && h[3] >= 0 && h[3] == at(0)[3];
+    newest_whole = std::max(newest_whole, h[0]);
     if (h[0] < 0) continue;
-    const int64_t* best = a.root < 0 ? nullptr : &all[3 * static_cast<size_t>(a.root)];
+    const int64_t* best = a.root < 0 ? nullptr : at(a.root);
     if (!best || h[0] > best[0] || (h[0] == best[0] && h[2] > best[2])) a.root = r;
   }
-  if (a.root >= 0) a.step = all[3 * static_cast<size_t>(a.root)];
+  if (shards && at(0)[3] >= newest_whole) {
+    a.shards = true;
+    a.root = -1;
+    a.step = at(0)[3];
+  } else if (a.root >= 0) {
+    a.step = at(a.root)[0];
+    a.history_root = a.root;
+  }
   return a;
 }
 

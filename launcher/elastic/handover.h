@@ -35,17 +35,21 @@ namespace tensoropt::elastic {
 void share_whole(comm::Communicator& c, runtime::Backend& backend, const Graph& g, int root, std::map<int, runtime::Array>& whole,
                  std::map<int, std::vector<runtime::Array>>& state, int64_t& steps, std::map<int, runtime::Array>& arrays, bool into_held);
 
-// What a member holds: the step of its whole state (-1: none), the last step it completed, and
-// how many steps of the report's history it keeps.
+// What a member holds: the step of its whole state (-1: none), the last step it completed, how
+// many steps of the report's history it keeps, and the step of its shards of the new group's own
+// point for its own rank (-1: none).
 struct Held {
-  int64_t whole_step = -1, reached = 0, history = 0;
+  int64_t whole_step = -1, reached = 0, history = 0, shard_step = -1;
 };
 struct Agreement {
-  int root = -1;             // the member the state comes from; -1 when none holds a whole state
-  int64_t step = 0;          // the step its state is at
+  bool shards = false;       // every member holds its shards of the same step: each goes on from them
+  int root = -1;             // else the member the whole state comes from; -1 when none holds one
+  int64_t step = 0;          // the step the group goes on from
   int64_t reached = 0;       // the last step any member completed
+  int history_root = 0;      // the member with the longest history
 };
-// The root holds the latest whole state; of those, the longest history; of those, the lowest rank.
+// Shards where every member holds them at one step no older than any whole state; else the
+// latest whole state (of those, the longest history; of those, the lowest rank).
 Agreement agree(comm::Communicator& c, const Held& mine);
 
 void share_history(comm::Communicator& c, int root, nlohmann::ordered_json& history);

@@ -290,6 +290,7 @@ class Supervisor {
       if (!std::filesystem::exists(control::ready_path(control_, pending_->generation, r))) return;
     control::write_json(control_ + "/switch.json", {{"generation", pending_->generation},
                                                     {"workers", pending_->workers},
+                                                    {"from", pending_->from},
                                                     {"requested_at", pending_->requested_at}});
     pending_->switched = true;
   }

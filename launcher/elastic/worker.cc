@@ -20,6 +20,7 @@
 #include "graph/units.h"
 #include "launcher/elastic/control.h"
 #include "launcher/elastic/handover.h"
+#include "launcher/elastic/reshard.h"
 #include "launcher/launch/group.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/runtime/data.h"
@@ -50,9 +51,11 @@ std::string group_prefix(int generation) { return std::string("g").append(std::t
 
 // A joining worker waits for the launcher's go-ahead to its generation (it dies with the launcher,
 // which stops it when the job ends first).
-void wait_for_switch(const std::string& control, int generation) {
+// Returns the workers of the group handing over.
+int wait_for_switch(const std::string& control, int generation) {
   while (true) {
-    if (std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation) return;
+    if (std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation)
+      return sw->value("from", 1);
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
@@ -67,6 +70,7 @@ std::optional<nlohmann::ordered_json> regroup_after(const std::string& control, 
 
 // The launcher regrouped the job while this generation ran whole (a joining worker was lost).
 struct RegroupAsked {};
+constexpr const char* kAsked = "the launcher regrouped the job";
 
 // A group met on a side thread (the next generation's, during the last steps before a handover;
 // or the one after a lost worker), given up when the launcher regroups past it meanwhile.
@@ -126,8 +130,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
   // The model's arrays (shards of the parameters while a generation trains); `whole` and `state`
-  // carry the whole model and optimizer state from one generation to the next.
-  std::map<int, Array> arrays, whole;
+  // carry the whole model and optimizer state to the next generation (a restart's checkpoint, a
+  // replica after a lost worker); `buffers` the buffers whole through a handover.
+  std::map<int, Array> arrays, whole, buffers;
   std::map<int, std::vector<Array>> state;
   int64_t steps_done = 0;
   {
@@ -141,9 +146,15 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     }
     arrays = std::move(loaded.arrays);  // a joining worker's values come from rank 0
   }
+  // A joining worker's part of the handover: the old group's point, whose holders send it its shards.
+  std::optional<elastic::Holding> joined_from;
   if (joined) {
     control::write_json(control::ready_path(control, generation, place.rank), {{"pid", getpid()}});
-    wait_for_switch(control, generation);
+    const int from = wait_for_switch(control, generation);
+    const planner::StoredStrategy before = checked_point(s, from);
+    const planner::PlanSettings before_settings = point_settings(s, before);
+    const PointPrediction old = predict_for(s, g, before_settings, before, threads, run_costs(s, before_settings.training.precision, from, threads, &backend));
+    joined_from = elastic::Holding{old.mesh, old.sharding.home, from};
   }
   // The report's steps of the generations before, the resizes and the recoveries from lost
   // workers, kept by every worker (any may lead after a loss); a restarted generation reads them
@@ -173,6 +184,14 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   int64_t reached = steps_done;  // the last step this worker completed
   nlohmann::ordered_json lost_info;  // a Regroup's: what the launcher says was lost
   Clock::time_point broke_at{};      // when this worker's group broke
+  // This worker's part of the model carried between generations: its LocalShards under
+  // `shards_of`'s point as rank `shards_rank`, at step steps_done (a handover under way, or what a
+  // broken group held); `shards_ready`: under the point of the generation starting.
+  std::optional<runtime::LocalShards> shards;
+  std::optional<elastic::Holding> shards_of = joined_from;
+  int shards_rank = 0;
+  bool shards_ready = false;
+  std::optional<PointPrediction> upcoming;  // the next generation's, worked out for its handover
   // The resize under way: when the old group stopped, what it had, and when it was asked for.
   Clock::time_point handover_from{};
   double requested_at = 0;
@@ -200,7 +219,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     const planner::StoredStrategy stored = checked_point(s, place.world);
     const planner::PlanSettings ps = point_settings(s, stored);
     const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, place.world, threads, &backend);
-    const PointPrediction predicted = predict_for(s, g, ps, stored, threads, costs);
+    const PointPrediction predicted = upcoming ? std::move(*upcoming) : predict_for(s, g, ps, stored, threads, costs);
+    upcoming.reset();
+    const elastic::Holding holding{predicted.mesh, predicted.sharding.home, place.world};
     std::unique_ptr<runtime::Sharding> sh;
     std::unique_ptr<runtime::ShardedExecutor> ex;
     std::unique_ptr<runtime::Optimizer> optimizer;
@@ -212,15 +233,27 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       group = next_group.wait(control, generation);
       comm::Communicator& communicator = *group->timed;
       if (entry == Entry::Regroup) {
-        const elastic::Agreement a =
-            elastic::agree(*group->gloo, {whole.empty() ? -1 : steps_done, reached, static_cast<int64_t>(steps.size())});
-        if (a.root < 0) {
+        elastic::Held held;
+        held.whole_step = whole.empty() ? -1 : steps_done;
+        held.reached = reached;
+        held.history = static_cast<int64_t>(steps.size());
+        // The shards held are this generation's own where they are the same point's, for the same rank.
+        if (shards && shards_of && shards_of->workers == place.world && shards_rank == place.rank) held.shard_step = steps_done;
+        const elastic::Agreement a = elastic::agree(*group->gloo, held);
+        if (a.root < 0 && !a.shards) {
           if (lead) out << "regroup  no worker left holds the whole state (the lost one held a part of it): restarting from the checkpoint\n" << std::flush;
           return control::kExitNoReplica;
         }
-        elastic::share_whole(communicator, backend, g, a.root, whole, state, steps_done, arrays, /*into_held=*/false);
+        if (a.shards) {
+          whole.clear();
+          shards_ready = true;
+        } else {
+          shards.reset();
+          elastic::share_whole(communicator, backend, g, a.root, whole, state, steps_done, arrays, /*into_held=*/false);
+        }
+        steps_done = a.step;
         nlohmann::ordered_json history = {{"steps", steps}, {"resizes", resizes}, {"recoveries", recoveries}};
-        elastic::share_history(*group->gloo, a.root, history);
+        elastic::share_history(*group->gloo, a.history_root, history);
         steps = nlohmann::ordered_json::array();
         for (auto& e : history["steps"])
           if (e.value("step", int64_t{0}) <= steps_done) steps.push_back(std::move(e));
@@ -234,21 +267,33 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         recoveries.push_back(lost_info);
         reached = steps_done;
         if (lead)
-          out << "regroup  " << place.world << " workers go on from the state at step " << steps_done << " that worker " << a.root
-              << " held; " << lost_info["redone_steps"].get<int64_t>() << " steps are done again\n" << std::flush;
+          out << "regroup  " << place.world << " workers go on from the state at step " << steps_done
+              << (a.shards ? std::string(" that each held") : " that worker " + std::to_string(a.root) + " held") << "; "
+              << lost_info["redone_steps"].get<int64_t>() << " steps are done again\n" << std::flush;
       } else if (entry == Entry::Resize && grow) {
-        elastic::share_whole(communicator, backend, g, 0, whole, state, steps_done, arrays, /*into_held=*/true);
+        // The buffers and the step count from rank 0 to the joining workers, then every
+        // parameter's shards from the old point's holders to the new point's.
+        elastic::share_whole(communicator, backend, g, 0, buffers, state, steps_done, arrays, /*into_held=*/true);
+        shards = elastic::reshard(communicator, backend, g, *shards_of, holding, shards ? *shards : runtime::LocalShards{});
+        shards_ready = true;
       } else if (entry == Entry::Resize) {
-        for (auto& [t, a] : whole) arrays[t] = a;
-        whole.clear();
+        for (auto& [t, a] : buffers) arrays[t] = a;
+        buffers.clear();
       }
       sh = std::make_unique<runtime::Sharding>(runtime::Sharding{runtime::MeshContext{&predicted.mesh, place.rank, &communicator}, predicted.sharding});
-      for (auto& [t, a] : arrays)
-        if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Parameter) a = runtime::home_shard(*sh, g, t, a, backend, runtime::MemoryKind::Parameters);
+      const bool own = shards && shards_ready;  // this worker's shards of this point, no slicing
+      for (auto& [t, a] : arrays) {
+        if (g.tensors[static_cast<size_t>(t)].kind != TensorKind::Parameter) continue;
+        if (own && shards->params.count(t)) a = shards->params.at(t);
+        else a = runtime::home_shard(*sh, g, t, a, backend, runtime::MemoryKind::Parameters);
+      }
       ex = std::make_unique<runtime::ShardedExecutor>(g, backend, arrays, *sh, s.loss, bf16);
       optimizer = std::make_unique<runtime::Optimizer>(s.optimizer, backend, ex->optimizer_weights(), ex->gradient_tensors());
-      if (!state.empty()) ex->scatter_state(state, *optimizer);
+      if (own) ex->scatter_state(shards->slots, *optimizer, /*local=*/true);
+      else if (!state.empty()) ex->scatter_state(state, *optimizer);
       state.clear();
+      shards.reset();
+      shards_ready = false;
       optimizer->set_steps(steps_done);
       backend.allocator().reset_peaks();
       if (lead) {
@@ -380,12 +425,29 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         }
         return 0;
       }
-      // The handover: every worker of this generation gathers the whole state; those not in the
-      // next one leave.
-      whole = ex->gather_whole(*optimizer, state);
+      // The handover: every worker takes its shards of the parameters and optimizer state (ZeRO-2
+      // chunks gathered) and the buffers whole; shrinking, the shards move to the next point's
+      // within this group, and those not in the next one leave; growing, they move once the next
+      // group has met.
+      shards = ex->local_shards(*optimizer, /*gather=*/true);
+      buffers = ex->gather_buffers();
       steps_done = optimizer->steps();
-      if (place.rank >= next) return 0;
+      shards_of = holding;
+      shards_rank = place.rank;
+      optimizer.reset();
+      ex.reset();
+      {
+        const planner::StoredStrategy then = checked_point(s, next);
+        const planner::PlanSettings then_settings = point_settings(s, then);
+        upcoming = predict_for(s, g, then_settings, then, threads, run_costs(s, then_settings.training.precision, next, threads, &backend));
+      }
       grow = next > place.world;
+      if (!grow) {
+        shards = elastic::reshard(communicator, backend, g, *shards_of, {upcoming->mesh, upcoming->sharding.home, next}, *shards);
+        if (place.rank >= next) return 0;
+        shards_of = elastic::Holding{upcoming->mesh, upcoming->sharding.home, next};
+        shards_ready = true;
+      }
       place.world = next;
       ++generation;
       entry = Entry::Resize;
@@ -393,7 +455,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     } catch (const comm::CommError& e) {
       why = e.what();
     } catch (const RegroupAsked&) {
-      why = "the launcher regrouped the job";
+      why = kAsked;
     }
     // A member was lost (a collective with it failed), or the launcher regrouped the job while
     // this group was whole. This worker keeps the whole state it holds: handed over already, or
@@ -407,6 +469,14 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       } else {
         state.clear();
       }
+    }
+    if (!shards && ex) {
+      // This worker's shards (ZeRO-2 chunks gathered only where the group is whole: a regroup asked
+      // for, which every member reaches at the same step).
+      shards = ex->local_shards(*optimizer, /*gather=*/why == kAsked);
+      shards_of = holding;
+      shards_rank = place.rank;
+      steps_done = optimizer->steps();
     }
     optimizer.reset();
     ex.reset();

@@ -73,6 +73,13 @@ struct Sharding {
 // `kind`. No communication: a slice.
 Array home_shard(const Sharding& s, const Graph& g, int t, const Array& global, Backend& backend, MemoryKind kind);
 
+// One worker's part of the model under one point: per parameter its local shard (home layout) and
+// its optimizer slots.
+struct LocalShards {
+  std::map<int, Array> params;
+  std::map<int, std::vector<Array>> slots;
+};
+
 class ShardedExecutor final : public GradientSource {
  public:
   // `state`: this worker's shard of every parameter (home layout) and the full buffers and
@@ -114,8 +121,16 @@ class ShardedExecutor final : public GradientSource {
   // any replica.
   std::optional<std::map<int, Array>> local_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) const;
   // scatter_state: this worker's part of a whole optimizer state (a checkpoint's, by parameter and
-  // slot) into `optimizer`'s arrays. No communication.
-  void scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer);
+  // slot) into `optimizer`'s arrays; with `local`, the state given is this worker's local shards
+  // already (local_shards' slots under this point). No communication.
+  void scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer, bool local = false);
+  // local_shards: each parameter's local shard in its home layout (its float32 master under mixed
+  // precision) and its optimizer slots likewise, ZeRO-2 chunks gathered into the local shard (a
+  // collective over the mesh; with `gather` false, nullopt where a parameter has ZeRO-2). What an
+  // elastic job's handover moves shard to shard (launcher/elastic/reshard.h).
+  std::optional<LocalShards> local_shards(const Optimizer& optimizer, bool gather);
+  // gather_buffers: every buffer whole on every worker, as gather_whole gathers them (a collective).
+  std::map<int, Array> gather_buffers();
 
  private:
   // x (tensor t's shard in `from`) in `to`; `consume`: x may be overwritten (a gradient being synchronised).

@@ -139,18 +139,34 @@ Array ShardedExecutor::local_from_optimizer(int t, const Array& a) {
       .view(local(t, sh_.plan.home[static_cast<size_t>(t)]));
 }
 
+std::optional<LocalShards> ShardedExecutor::local_shards(const Optimizer& optimizer, bool gather) {
+  LocalShards mine;
+  for (int t : plan_.roots) {
+    if (flat_.count(t) && !gather) return std::nullopt;
+    // The optimizer's weights: the float32 master under mixed precision, else the shard itself.
+    mine.params[t] = optimizer_weights_.at(t).dtype() != state_.at(t).dtype() ? local_from_optimizer(t, optimizer_weights_.at(t)) : state_.at(t);
+    auto& slots = mine.slots[t];
+    for (const Array& a : optimizer.state().at(t)) slots.push_back(local_from_optimizer(t, a));
+  }
+  return mine;
+}
+
 std::map<int, Array> ShardedExecutor::gather_whole(const Optimizer& optimizer, std::map<int, std::vector<Array>>& state) {
   const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
-  std::map<int, Array> whole;
+  LocalShards mine = *local_shards(optimizer, true);
+  std::map<int, Array> whole = gather_buffers();
   for (int t : plan_.roots) {
     const Layout& home = sh_.plan.home[static_cast<size_t>(t)];
-    // The optimizer's weights: the float32 master under mixed precision, else the shard itself.
-    whole[t] = optimizer_weights_.at(t).dtype() != state_.at(t).dtype()
-                   ? move(local_from_optimizer(t, optimizer_weights_.at(t)), t, home, replicated, MemoryKind::Transients)
-                   : move(state_.at(t), t, home, replicated, MemoryKind::Transients);
+    whole[t] = move(mine.params.at(t), t, home, replicated, MemoryKind::Transients);
     auto& slots = state[t];
-    for (const Array& a : optimizer.state().at(t)) slots.push_back(move(local_from_optimizer(t, a), t, home, replicated, MemoryKind::Transients));
+    for (const Array& a : mine.slots.at(t)) slots.push_back(move(a, t, home, replicated, MemoryKind::Transients));
   }
+  return whole;
+}
+
+std::map<int, Array> ShardedExecutor::gather_buffers() {
+  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+  std::map<int, Array> whole;
   // Buffers: in the layout their first reader needs (its shard at its offset in the whole array).
   for (auto& [t, a] : state_) {
     const Tensor& x = g_.tensors[static_cast<size_t>(t)];
@@ -193,13 +209,12 @@ std::optional<std::map<int, Array>> ShardedExecutor::local_whole(const Optimizer
   return whole;
 }
 
-void ShardedExecutor::scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer) {
-  const Layout replicated = Layout::replicated(sh_.where.mesh->ndim());
+void ShardedExecutor::scatter_state(const std::map<int, std::vector<Array>>& whole, Optimizer& optimizer, bool local) {
   for (auto& [t, slots] : optimizer.state()) {
     const std::vector<Array>& from = whole.at(t);
     TO_CHECK(from.size() == slots.size());
     for (size_t k = 0; k < slots.size(); ++k) {
-      Array shard = home_shard(sh_, g_, t, from[k], backend_, MemoryKind::Transients);
+      Array shard = local ? from[k] : home_shard(sh_, g_, t, from[k], backend_, MemoryKind::Transients);
       const int64_t at = flat_.count(t) ? flat_.at(t).offset : 0;
       Array flat = slots[k].view({slots[k].numel()});
       backend_.copy_slab(shard.view({shard.numel()}), 0, at, flat, 0, slots[k].numel());
