@@ -260,6 +260,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         resizes = history["resizes"];
         recoveries = history["recoveries"];
         lost_info["to"] = place.world;
+        lost_info["at_step"] = a.reached;
         lost_info["resumed_from_step"] = steps_done;
         lost_info["redone_steps"] = std::max<int64_t>(0, a.reached - steps_done);
         lost_info["source"] = "replicas";
@@ -302,12 +303,14 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
             << control << "), " << backend.name() << ", " << threads << " thread(s) each, " << group->tensors_over << "; mesh " << predicted.mesh.str()
             << "\n";
         out << "strategy " << stored.where << "\n" << std::flush;
-        if (entry == Entry::Resize) {
-          const double pause = seconds_since(handover_from), asked = wall_now() - requested_at;
-          resizes.push_back({{"from", from_workers}, {"to", place.world}, {"at_step", at_step}, {"pause_s", pause}, {"request_to_first_step_s", asked}});
+      }
+      // Every worker of the group before keeps the resize (any may lead after a loss).
+      if (entry == Entry::Resize && from_workers > 0) {
+        const double pause = seconds_since(handover_from), asked = wall_now() - requested_at;
+        resizes.push_back({{"from", from_workers}, {"to", place.world}, {"at_step", at_step}, {"pause_s", pause}, {"request_to_first_step_s", asked}});
+        if (lead)
           out << "resized  " << from_workers << " -> " << place.world << " workers after step " << at_step << ": paused " << human_seconds(pause)
               << ", " << human_seconds(asked) << " from the request\n" << std::flush;
-        }
       }
       // Rank 0 writes the status after a generation's first step, then at most every 0.2 s. The
       // group learns whether to hand over at check steps: every step at first, then about every
@@ -398,6 +401,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         next_check = message[2];
         next_checkpoint = message[3];
         if (message[0] == 0) return false;
+        if (!lead)
+          if (std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json"))
+            requested_at = sw->value("requested_at", wall_now());
         // The go-ahead: a few more steps here (about 0.05 s) while the workers staying meet the
         // joining ones as the next generation (its rendezvous overlaps them), then the handover.
         next = static_cast<int>(message[1]);

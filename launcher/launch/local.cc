@@ -186,7 +186,7 @@ pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, co
     setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
     if (generation >= 0) setenv("TENSOROPT_GENERATION", std::to_string(generation).c_str(), 1);
     if (restart) setenv("TENSOROPT_RESTART", "1", 1);
-    if (rank != 0) {
+    if (rank != 0 && generation < 0) {  // an elastic job's workers each print while they lead
       const int fd = open("/dev/null", O_WRONLY);
       if (fd >= 0) dup2(fd, STDOUT_FILENO);
     }

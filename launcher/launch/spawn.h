@@ -16,7 +16,8 @@ namespace tensoropt {
 // Forks worker `rank` of `world` running `argv` with RANK, WORLD_SIZE, LOCAL_RANK and the file
 // store in `dir` set (and TENSOROPT_GENERATION when generation >= 0, TENSOROPT_RESTART=1 with
 // `restart`: an elastic job's generation that starts again from its checkpoint); it dies with this
-// process. Rank 0 keeps stdout.
+// process. Rank 0 keeps stdout; in an elastic job (generation >= 0) every worker does, and prints
+// only while it is rank 0.
 pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart = false);
 
 // "exited with code 3", "killed by signal 9 (Killed)".

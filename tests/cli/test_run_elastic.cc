@@ -339,23 +339,31 @@ TEST_CASE("run --elastic survives a worker killed mid-run: from the replicas the
     CAPTURE(replicas);
     const std::string here = dir.path + (replicas ? "/replicas" : "/checkpoint");
     std::filesystem::create_directories(here);
-    // The default checkpoints: the first after 100 steps.
-    Job job(here, kGpt + " --elastic --gpus 3" + kOpt + (replicas ? "" : " --plan " + dir.path + "/smallest.json") + " --report " + here +
-                      "/report.json");
-    job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120; });
-    const pid_t victim = rank_of(processes_with(job.control), 2);
+    // The default checkpoints: the first after 100 steps. From replicas, the job first grows 2 -> 3
+    // and loses its rank 0 (another worker leads on, with the report's history and the resize);
+    // from the checkpoint, it starts at 3 and loses rank 2.
+    Job job(here, kGpt + " --elastic --gpus " + (replicas ? "2 --max-gpus 3" : "3") + kOpt +
+                      (replicas ? "" : " --plan " + dir.path + "/smallest.json") + " --report " + here + "/report.json");
+    if (replicas) {
+      job.wait_for([](const nlohmann::json&) { return true; });
+      REQUIRE(run_cli("resize " + job.control + " --gpus 3").code == 0);
+    }
+    job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120 && st.value("workers", 0) == 3; });
+    const int lost_rank = replicas ? 0 : 2;
+    const pid_t victim = rank_of(processes_with(job.control), lost_rank);
     REQUIRE(victim > 0);
     kill(victim, SIGKILL);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
     const std::string out = slurp(here + "/out");
-    CHECK(has(out, "lost     rank 2 of 3 (killed by signal 9"));
+    CHECK(has(out, "lost     rank " + std::to_string(lost_rank) + " of 3 (killed by signal 9"));
     CHECK(has(out, "regroup  the 2 workers left meet as a new group"));
     CHECK(has(out, replicas ? "regroup  2 workers go on from the state at step" : "restart  2 workers from the checkpoint"));
     const nlohmann::json report = nlohmann::json::parse(slurp(here + "/report.json"));
     REQUIRE(report.at("recoveries").size() == 1);
     const nlohmann::json& r = report["recoveries"][0];
-    CHECK(r.at("lost_ranks") == nlohmann::json({2}));
+    CHECK(r.at("lost_ranks") == nlohmann::json({lost_rank}));
     CHECK(r.at("from") == 3);
+    CHECK(report.at("resizes").size() == (replicas ? 1u : 0u));
     CHECK(r.at("to") == 2);
     CHECK(r.at("source") == (replicas ? "replicas" : "checkpoint"));
     const int resumed = r.at("resumed_from_step").get<int>();
@@ -369,8 +377,14 @@ TEST_CASE("run --elastic survives a worker killed mid-run: from the replicas the
     }
     const nlohmann::json& steps = report.at("steps");
     same_steps(steps, want);
-    for (size_t k = 0; k < steps.size(); ++k) CHECK(steps[k].at("workers") == (static_cast<int>(k) + 1 <= resumed ? 3 : 2));
-    CHECK(has(run_cli("status " + job.control).out, "lost     rank [2]"));
+    const int grown = replicas ? report["resizes"][0].at("at_step").get<int>() : 0;
+    for (size_t k = 0; k < steps.size(); ++k) {
+      const int step = static_cast<int>(k) + 1;
+      CHECK(steps[k].at("workers") == (step <= grown ? 2 : step <= resumed ? 3 : 2));
+    }
+    const std::string status = run_cli("status " + job.control).out;
+    CHECK(has(status, "lost     rank [" + std::to_string(lost_rank) + "]"));
+    CHECK(has(status, replicas ? "resized  2 -> 3" : "resizes  none"));
     CHECK(processes_with(job.control).empty());
   }
 }
