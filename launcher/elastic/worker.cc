@@ -20,6 +20,7 @@
 #include "graph/units.h"
 #include "launcher/elastic/control.h"
 #include "launcher/elastic/handover.h"
+#include "launcher/elastic/history.h"
 #include "launcher/elastic/reshard.h"
 #include "launcher/launch/group.h"
 #include "launcher/runtime/backend_registry.h"
@@ -103,6 +104,14 @@ class Meeting {
   std::future<std::unique_ptr<Group>> future_;
 };
 
+// A worker count's plan point: what it runs and how fast it is predicted to.
+struct Point {
+  planner::StoredStrategy stored;
+  planner::PlanSettings settings;
+  profiler::ProfileCosts costs;
+  PointPrediction predicted;
+};
+
 // How a generation begins.
 enum class Entry {
   Start,    // from the model file or the job's checkpoint (a restart)
@@ -127,6 +136,20 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   const Graph g = import_for(s, first_settings);
   const std::unique_ptr<runtime::Backend> device = runtime::make_backend(s.device, runtime::BackendOptions{threads, place.local_rank});
   runtime::Backend& backend = *device;
+  // Every count's point, worked out before training (a few milliseconds each): a handover waits
+  // for none.
+  std::map<int, Point> points;
+  for (int n = s.elastic.min_gpus; n <= std::max(s.elastic.max_gpus, place.world); ++n) {
+    planner::StoredStrategy stored = checked_point(s, n);
+    planner::PlanSettings settings = point_settings(s, stored);
+    profiler::ProfileCosts costs = run_costs(s, settings.training.precision, n, threads, &backend);
+    PointPrediction predicted = predict_for(s, g, settings, stored, threads, costs);
+    points.emplace(n, Point{std::move(stored), std::move(settings), std::move(costs), std::move(predicted)});
+  }
+  const auto holding_of = [&](int n) {
+    const PointPrediction& p = points.at(n).predicted;
+    return elastic::Holding{p.mesh, p.sharding.home, n};
+  };
   std::unique_ptr<runtime::DataSource> data = s.data ? runtime::npy_data(g, s.loss, *s.data, *s.labels, backend)
                                                      : runtime::synthetic_data(g, s.loss, s.seed, backend);
   // The model's arrays (shards of the parameters while a generation trains); `whole` and `state`
@@ -150,31 +173,24 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   std::optional<elastic::Holding> joined_from;
   if (joined) {
     control::write_json(control::ready_path(control, generation, place.rank), {{"pid", getpid()}});
-    const int from = wait_for_switch(control, generation);
-    const planner::StoredStrategy before = checked_point(s, from);
-    const planner::PlanSettings before_settings = point_settings(s, before);
-    const PointPrediction old = predict_for(s, g, before_settings, before, threads, run_costs(s, before_settings.training.precision, from, threads, &backend));
-    joined_from = elastic::Holding{old.mesh, old.sharding.home, from};
+    joined_from = holding_of(wait_for_switch(control, generation));
   }
   // The report's steps of the generations before, the resizes and the recoveries from lost
   // workers, kept by every worker (any may lead after a loss); a restarted generation reads them
   // from the history written with the checkpoint (its steps up to the checkpoint's) and adds what
   // the launcher says was lost.
-  nlohmann::ordered_json steps = nlohmann::ordered_json::array(), resizes = nlohmann::ordered_json::array(),
-                         recoveries = nlohmann::ordered_json::array();
+  elastic::History history;
   if (restarted) {
-    if (const std::optional<nlohmann::ordered_json> history = control::read_json(control + "/history.json")) {
-      for (const auto& e : history->value("steps", nlohmann::ordered_json::array()))
-        if (e.value("step", int64_t{0}) <= steps_done) steps.push_back(e);
-      resizes = history->value("resizes", nlohmann::ordered_json::array());
-      recoveries = history->value("recoveries", nlohmann::ordered_json::array());
+    if (const std::optional<nlohmann::ordered_json> written = control::read_json(control + "/history.json")) {
+      history = elastic::History::from_json(*written);
+      history.keep_until(steps_done);
     }
     nlohmann::ordered_json lost = control::read_json(control + "/recovery.json").value_or(nlohmann::ordered_json::object());
     const int64_t seen = lost.value("at_step", int64_t{0});
     lost["resumed_from_step"] = steps_done;
     lost["redone_steps"] = std::max<int64_t>(0, seen - steps_done);
     lost["source"] = "checkpoint";
-    recoveries.push_back(lost);
+    history.recoveries.push_back(lost);
     if (place.rank == 0)
       out << "resumed  from " << (steps_done > 0 ? "the checkpoint at step " + std::to_string(steps_done) : std::string("the start"))
           << " with " << place.world << " workers; " << lost["redone_steps"].get<int64_t>() << " steps are done again\n";
@@ -191,7 +207,6 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   std::optional<elastic::Holding> shards_of = joined_from;
   int shards_rank = 0;
   bool shards_ready = false;
-  std::optional<PointPrediction> upcoming;  // the next generation's, worked out for its handover
   // The resize under way: when the old group stopped, what it had, and when it was asked for.
   Clock::time_point handover_from{};
   double requested_at = 0;
@@ -216,12 +231,10 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   } join_at_exit{retiring};
   while (true) {
     const bool lead = place.rank == 0;
-    const planner::StoredStrategy stored = checked_point(s, place.world);
-    const planner::PlanSettings ps = point_settings(s, stored);
-    const profiler::ProfileCosts costs = run_costs(s, ps.training.precision, place.world, threads, &backend);
-    const PointPrediction predicted = upcoming ? std::move(*upcoming) : predict_for(s, g, ps, stored, threads, costs);
-    upcoming.reset();
-    const elastic::Holding holding{predicted.mesh, predicted.sharding.home, place.world};
+    const planner::StoredStrategy& stored = points.at(place.world).stored;
+    const profiler::ProfileCosts& costs = points.at(place.world).costs;
+    const PointPrediction& predicted = points.at(place.world).predicted;
+    const elastic::Holding holding = holding_of(place.world);
     std::unique_ptr<runtime::Sharding> sh;
     std::unique_ptr<runtime::ShardedExecutor> ex;
     std::unique_ptr<runtime::Optimizer> optimizer;
@@ -236,7 +249,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         elastic::Held held;
         held.whole_step = whole.empty() ? -1 : steps_done;
         held.reached = reached;
-        held.history = static_cast<int64_t>(steps.size());
+        held.history = static_cast<int64_t>(history.steps.size());
         // The shards held are this generation's own where they are the same point's, for the same rank.
         if (shards && shards_of && shards_of->workers == place.world && shards_rank == place.rank) held.shard_step = steps_done;
         const elastic::Agreement a = elastic::agree(*group->gloo, held);
@@ -252,20 +265,17 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
           elastic::share_whole(communicator, backend, g, a.root, whole, state, steps_done, arrays, /*into_held=*/false);
         }
         steps_done = a.step;
-        nlohmann::ordered_json history = {{"steps", steps}, {"resizes", resizes}, {"recoveries", recoveries}};
-        elastic::share_history(*group->gloo, a.history_root, history);
-        steps = nlohmann::ordered_json::array();
-        for (auto& e : history["steps"])
-          if (e.value("step", int64_t{0}) <= steps_done) steps.push_back(std::move(e));
-        resizes = history["resizes"];
-        recoveries = history["recoveries"];
+        nlohmann::ordered_json shared = history.to_json();
+        elastic::share_history(*group->gloo, a.history_root, shared);
+        history = elastic::History::from_json(shared);
+        history.keep_until(steps_done);
         lost_info["to"] = place.world;
         lost_info["at_step"] = a.reached;
         lost_info["resumed_from_step"] = steps_done;
         lost_info["redone_steps"] = std::max<int64_t>(0, a.reached - steps_done);
         lost_info["source"] = "replicas";
         lost_info["pause_s"] = seconds_since(broke_at);
-        recoveries.push_back(lost_info);
+        history.recoveries.push_back(lost_info);
         reached = steps_done;
         if (lead)
           out << "regroup  " << place.world << " workers go on from the state at step " << steps_done
@@ -307,7 +317,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       // Every worker of the group before keeps the resize (any may lead after a loss).
       if (entry == Entry::Resize && from_workers > 0) {
         const double pause = seconds_since(handover_from), asked = wall_now() - requested_at;
-        resizes.push_back({{"from", from_workers}, {"to", place.world}, {"at_step", at_step}, {"pause_s", pause}, {"request_to_first_step_s", asked}});
+        history.resizes.push_back({{"from", from_workers}, {"to", place.world}, {"at_step", at_step}, {"pause_s", pause}, {"request_to_first_step_s", asked}});
         if (lead)
           out << "resized  " << from_workers << " -> " << place.world << " workers after step " << at_step << ": paused " << human_seconds(pause)
               << ", " << human_seconds(asked) << " from the request\n" << std::flush;
@@ -333,7 +343,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
                             {{"generation", generation}, {"step", step}, {"steps", s.steps}, {"workers", place.world},
                              {"samples", step * g.batch}, {"point", stored.where}, {"mesh", predicted.mesh.str()},
                              {"predicted_step_s", predicted.cost.time}, {"measured_step_s", sorted.empty() ? 0.0 : sorted[sorted.size() / 2]},
-                             {"resizes", resizes}, {"recoveries", recoveries}, {"finished", finished}});
+                             {"resizes", history.resizes}, {"recoveries", history.recoveries}, {"finished", finished}});
         last_status = Clock::now();
       };
       LoopOptions lo;
@@ -341,21 +351,18 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       lo.count = s.steps - steps_done;
       lo.batch = g.batch;
       lo.out = lead ? &out : nullptr;
-      lo.record = true;
       lo.memory_in_report = false;
       lo.blocked_clock = [&group] { return group->timed->blocked_seconds(); };
       int64_t switch_after = 0;
-      lo.stop_after = [&](int64_t step, const nlohmann::ordered_json& these) {
+      lo.stop_after = [&](int64_t step, double loss, double took) {
         intervals.push_back(seconds_since(last_step));
         reached = step;
-        nlohmann::ordered_json e = these.back();
-        e["workers"] = place.world;
-        steps.push_back(std::move(e));
+        history.steps.push_back({step, loss, took, place.world});
         if (step == next_checkpoint && step < s.steps) {
           const Clock::time_point checkpoint_from = Clock::now();
           // The history first, then the checkpoint: a restart keeps the history's steps up to the
           // checkpoint's, so a history newer than the checkpoint is still right.
-          if (lead) control::write_json(control + "/history.json", {{"steps", steps}, {"resizes", resizes}, {"recoveries", recoveries}});
+          if (lead) control::write_json(control + "/history.json", history.to_json());
           TrainSettings to = s;
           to.save = checkpoint;
           std::ostream quiet(nullptr);
@@ -425,9 +432,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         const ReportPair against = print_group_table(out, predicted, all, place.world);
         if (s.report) {
           nlohmann::ordered_json report = report_head(s, g, stored, backend, place.world, threads, costs);
-          report["resizes"] = resizes;
-          report["recoveries"] = recoveries;
-          finish_report(report, bf16 ? "bf16" : "fp32", steps, against, *s.report);
+          report["resizes"] = history.resizes;
+          report["recoveries"] = history.recoveries;
+          finish_report(report, bf16 ? "bf16" : "fp32", history.report_steps(*data, g.batch), against, *s.report);
         }
         return 0;
       }
@@ -442,16 +449,11 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       shards_rank = place.rank;
       optimizer.reset();
       ex.reset();
-      {
-        const planner::StoredStrategy then = checked_point(s, next);
-        const planner::PlanSettings then_settings = point_settings(s, then);
-        upcoming = predict_for(s, g, then_settings, then, threads, run_costs(s, then_settings.training.precision, next, threads, &backend));
-      }
       grow = next > place.world;
       if (!grow) {
-        shards = elastic::reshard(communicator, backend, g, *shards_of, {upcoming->mesh, upcoming->sharding.home, next}, *shards);
+        shards = elastic::reshard(communicator, backend, g, *shards_of, holding_of(next), *shards);
         if (place.rank >= next) return 0;
-        shards_of = elastic::Holding{upcoming->mesh, upcoming->sharding.home, next};
+        shards_of = holding_of(next);
         shards_ready = true;
       }
       place.world = next;

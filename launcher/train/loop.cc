@@ -24,7 +24,7 @@ LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, r
     if (o.blocked_clock) r.blocked.push_back(o.blocked_clock() - blocked0);
     const runtime::MemoryStats ms = allocator.stats();
     if (o.out) *o.out << step_line(s, loss, dt, o.batch, static_cast<double>(ms.live_total), static_cast<double>(ms.peak_total)) << std::flush;
-    if (o.out || o.record) {
+    if (o.out) {
       nlohmann::ordered_json entry = {{"step", s}, {"loss", loss}, {"time_s", dt}, {"samples_per_s", static_cast<double>(o.batch) / dt}};
       if (o.memory_in_report) {
         entry["live_memory_bytes"] = ms.live_total;
@@ -33,7 +33,7 @@ LoopResult run_steps(runtime::DataSource& data, runtime::Allocator& allocator, r
       entry["samples"] = data.samples(s);
       r.steps.push_back(std::move(entry));
     }
-    if (o.stop_after && o.stop_after(s, r.steps)) break;
+    if (o.stop_after && o.stop_after(s, loss, dt)) break;
   }
   return r;
 }

@@ -25,16 +25,15 @@ struct LoopOptions {
   int64_t first = 1, count = 1;  // steps first .. first + count - 1 (the data source's step numbers)
   int64_t batch = 1;             // global batch, for samples/s
   std::ostream* out = nullptr;   // the step lines, where this process prints them
-  bool record = false;           // the report's entries kept where nothing is printed too
   bool memory_in_report = true;  // the per-step entries carry the allocator's live and peak bytes
   // Seconds this process has spent blocked in collectives so far (empty: no communicator).
   std::function<double()> blocked_clock;
   // run --kernel-times: times every node's kernels, from the second step on (the first pays for
   // first touches, as steady_median leaves it out).
   runtime::KernelTimer* timer = nullptr;
-  // Asked after each step (its number, and the report's entries so far, this step's the last where
-  // this process prints or records them); true ends the loop there (an elastic job's resize).
-  std::function<bool(int64_t step, const nlohmann::ordered_json& steps)> stop_after;
+  // Asked after each step (its number, loss and seconds); true ends the loop there (an elastic
+  // job's resize).
+  std::function<bool(int64_t step, double loss, double seconds)> stop_after;
 };
 
 struct LoopResult {
