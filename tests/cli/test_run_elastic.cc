@@ -2,10 +2,11 @@
 // `tensoropt status`, as a user (or a cluster scheduler) drives it: the GPT fixture resized
 // 2 -> 3 -> 1 workers at the plan's chosen points (data parallel) and 1 -> 4 -> 2 at each count's
 // smallest point (ZeRO-2, with some tensor parallelism) gives the losses, the samples and the final
-// weights of an unresized run; a worker killed mid-run is survived from the replicas the workers
-// left hold (data parallelism) or else from the job's checkpoint (ZeRO-2); a joining worker killed
-// before or during the handover leaves the job at its size, a killed launcher leaves no worker;
-// bad requests are one line and exit 2.
+// weights of an unresized run; a lost worker is survived from the replicas the workers left hold
+// (data parallelism; rank 0 lost after a resize) or else from the job's checkpoint (ZeRO-2); a
+// joining worker lost during the handover leaves the old group going on from the shards each
+// holds, and one lost before the go-ahead leaves the job at its size; a killed launcher leaves no
+// worker; bad requests are one line and exit 2.
 #include <doctest/doctest.h>
 #include <signal.h>
 
@@ -62,6 +63,22 @@ std::map<std::string, std::vector<float>> weights(const std::string& path) {
     }
   }
   return out;
+}
+
+// The unresized one-device run every elastic run is held to: its report and final weights (run
+// once per test process).
+struct OneDevice {
+  nlohmann::json report;
+  std::map<std::string, std::vector<float>> weights;
+};
+const OneDevice& one_device() {
+  static const OneDevice one = [] {
+    test::TempDir dir;
+    const test::CliResult r = run_cli("run " + kGpt + " --threads 1" + kOpt + " --save " + dir.path + "/one.onnx --report " + dir.path + "/one.json");
+    REQUIRE_MESSAGE(r.code == 0, r.err);
+    return OneDevice{nlohmann::json::parse(slurp(dir.path + "/one.json")), weights(dir.path + "/one.onnx")};
+  }();
+  return one;
 }
 
 // An elastic job started in the background; its exit code lands in DIR/rc.
@@ -176,10 +193,9 @@ void same_steps(const nlohmann::json& steps, const nlohmann::json& want) {
 
 TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the losses, samples and weights of an unresized run") {
   test::TempDir dir;
-  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --save " + dir.path + "/one.onnx --report " + dir.path + "/one.json");
-  REQUIRE_MESSAGE(one.code == 0, one.err);
-  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json"));
-  const std::map<std::string, std::vector<float>> want_weights = weights(dir.path + "/one.onnx");
+  const OneDevice& one = one_device();
+  const nlohmann::json& want = one.report;
+  const std::map<std::string, std::vector<float>>& want_weights = one.weights;
   // The chosen points (data parallel), then each count's smallest point of a plan made here.
   const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
   REQUIRE_MESSAGE(plan.code == 0, plan.err);
@@ -322,11 +338,9 @@ TEST_CASE("run --elastic: a joining worker killed before the go-ahead leaves the
   CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
 }
 
-TEST_CASE("run --elastic survives a worker killed mid-run: from the replicas the others hold, else from its checkpoint, the losses unchanged") {
+TEST_CASE("run --elastic survives a lost worker: from the replicas the others hold, else from its checkpoint; a joining one lost in the handover leaves the old group going on; the losses unchanged") {
   test::TempDir dir;
-  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --report " + dir.path + "/one.json");
-  REQUIRE_MESSAGE(one.code == 0, one.err);
-  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json")).at("steps");
+  const nlohmann::json& want = one_device().report.at("steps");
   // The chosen point at 3 workers is data parallel (every worker a replica of the whole state);
   // the smallest is ZeRO-2 (the optimizer state split: none left holds it whole).
   const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
@@ -387,16 +401,11 @@ TEST_CASE("run --elastic survives a worker killed mid-run: from the replicas the
     CHECK(has(status, replicas ? "resized  2 -> 3" : "resizes  none"));
     CHECK(processes_with(job.control).empty());
   }
-}
-
-TEST_CASE("run --elastic: a joining worker killed during the handover leaves the old group going on, unchanged, from the state it holds") {
-  test::TempDir dir;
-  const test::CliResult one = run_cli("run " + kGpt + " --threads 1" + kOpt + " --report " + dir.path + "/one.json");
-  REQUIRE_MESSAGE(one.code == 0, one.err);
-  const nlohmann::json want = nlohmann::json::parse(slurp(dir.path + "/one.json")).at("steps");
-  const std::string here = dir.path + "/job";
+  // A joining worker killed during the handover: the old group goes on, unchanged, from the shards
+  // each worker holds (ZeRO-2: none holds the whole state).
+  const std::string here = dir.path + "/joining";
   std::filesystem::create_directories(here);
-  Job job(here, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + here + "/report.json");
+  Job job(here, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --plan " + dir.path + "/smallest.json --report " + here + "/report.json");
   job.wait_for([](const nlohmann::json&) { return true; });
   REQUIRE(run_cli("resize " + job.control + " --gpus 3").code == 0);
   // The go-ahead is written once the joining worker is loaded; the group hands over at least
@@ -411,6 +420,7 @@ TEST_CASE("run --elastic: a joining worker killed during the handover leaves the
   const std::string out = slurp(here + "/out");
   CHECK(has(out, "lost     joining worker 2 (killed by signal 9 (Killed)) during the resize 2 -> 3"));
   CHECK(has(out, "the resize is abandoned"));
+  CHECK(has(out, "that each held"));
   const nlohmann::json report = nlohmann::json::parse(slurp(here + "/report.json"));
   CHECK(report.at("resizes").empty());
   REQUIRE(report.at("recoveries").size() == 1);
@@ -421,6 +431,7 @@ TEST_CASE("run --elastic: a joining worker killed during the handover leaves the
   for (const auto& e : report["steps"]) CHECK(e.at("workers") == 2);
   CHECK(processes_with(job.control).empty());
 }
+
 
 TEST_CASE("run --elastic left below --min-gpus waits --rejoin-timeout for a resize, then stops in one line, leaving no process") {
   test::TempDir dir;
