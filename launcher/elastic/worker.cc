@@ -353,6 +353,9 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       lo.out = lead ? &out : nullptr;
       lo.memory_in_report = false;
       lo.blocked_clock = [&group] { return group->timed->blocked_seconds(); };
+      // --kernel-times: the last generation's kernels (rank 0's, as run's).
+      const std::unique_ptr<runtime::KernelTimer> timer = s.kernel_times && lead ? backend.kernel_timer() : nullptr;
+      lo.timer = timer.get();
       int64_t switch_after = 0;
       lo.stop_after = [&](int64_t step, double loss, double took) {
         intervals.push_back(seconds_since(last_step));
@@ -430,10 +433,13 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         if (!lead) return 0;
         status(optimizer->steps(), true);
         const ReportPair against = print_group_table(out, predicted, all, place.world);
+        nlohmann::ordered_json kernel_times;
+        if (timer) kernel_times = print_kernel_times(out, *timer, loop.seconds);
         if (s.report) {
           nlohmann::ordered_json report = report_head(s, g, stored, backend, place.world, threads, costs);
           report["resizes"] = history.resizes;
           report["recoveries"] = history.recoveries;
+          if (timer) report["kernel_times"] = kernel_times;
           finish_report(report, bf16 ? "bf16" : "fp32", history.report_steps(*data, g.batch), against, *s.report);
         }
         return 0;

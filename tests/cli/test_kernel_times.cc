@@ -1,6 +1,6 @@
 // run --kernel-times: where a step's time goes, node by node, on one device and on the lead of a
-// group (launcher/train/report.h print_kernel_times; the CUDA backend times with events, checked
-// by scripts/gpu-check's runs).
+// group, an elastic one's too (launcher/train/report.h print_kernel_times; the CUDA backend times
+// with events, checked by scripts/gpu-check's runs).
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -16,7 +16,8 @@ namespace tensoropt::test {
 
 TEST_CASE("run --kernel-times: a table of the step's kernels, largest first, that the report repeats and the step time bounds") {
   const std::filesystem::path report = std::filesystem::temp_directory_path() / ("tensoropt-kernel-times-" + std::to_string(getpid()) + ".json");
-  for (const std::string gpus : {"1", "2"}) {
+  const std::string control = (std::filesystem::temp_directory_path() / ("tensoropt-kernel-times-job-" + std::to_string(getpid()))).string();
+  for (const std::string& gpus : {std::string("1"), std::string("2"), "2 --elastic --control " + control}) {
     CAPTURE(gpus);
     const CliResult r = run_cli("run " + std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/runtime/gpt.onnx --steps 4 --threads 1 --gpus " +
                                 gpus + " --kernel-times --report " + report.string());
@@ -39,6 +40,7 @@ TEST_CASE("run --kernel-times: a table of the step's kernels, largest first, tha
     CHECK(share <= 1.0);  // the kernels run inside the step
   }
   std::filesystem::remove(report);
+  std::filesystem::remove_all(control);
 }
 
 }  // namespace tensoropt::test
