@@ -3,13 +3,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <cstdlib>
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <ostream>
 #include <thread>
@@ -21,6 +19,7 @@
 #include "launcher/elastic/control.h"
 #include "launcher/elastic/handover.h"
 #include "launcher/elastic/history.h"
+#include "launcher/elastic/meeting.h"
 #include "launcher/elastic/reshard.h"
 #include "launcher/launch/group.h"
 #include "launcher/runtime/backend_registry.h"
@@ -48,61 +47,9 @@ constexpr int64_t kAutoCheckpointSteps = 100;
 // communicator timeouts (a member may wait one out in a collective, then in a rendezvous).
 constexpr double kRegroupWaitSeconds = 90;
 
-std::string group_prefix(int generation) { return std::string("g").append(std::to_string(generation)); }
-
-// A joining worker waits for the launcher's go-ahead to its generation (it dies with the launcher,
-// which stops it when the job ends first).
-// Returns the workers of the group handing over.
-int wait_for_switch(const std::string& control, int generation) {
-  while (true) {
-    if (std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json"); sw && sw->value("generation", 0) >= generation)
-      return sw->value("from", 1);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
-// The launcher's regroup after a lost worker (control.h's regroup.json), when it is newer than
-// `generation`.
-std::optional<nlohmann::ordered_json> regroup_after(const std::string& control, int generation) {
-  std::optional<nlohmann::ordered_json> r = control::read_json(control + "/regroup.json");
-  if (r && r->value("generation", 0) > generation) return r;
-  return std::nullopt;
-}
-
 // The launcher regrouped the job while this generation ran whole (a joining worker was lost).
 struct RegroupAsked {};
 constexpr const char* kAsked = "the launcher regrouped the job";
-
-// A group met on a side thread (the next generation's, during the last steps before a handover;
-// or the one after a lost worker), given up when the launcher regroups past it meanwhile.
-class Meeting {
- public:
-  void start(const WorkerPlace& place, runtime::Backend& backend, int generation) {
-    abandon_ = std::make_shared<std::atomic<bool>>(false);
-    future_ = std::async(std::launch::async, [place, &backend, prefix = group_prefix(generation), abandon = abandon_] {
-      return std::make_unique<Group>(join_group(place, backend, prefix, abandon));
-    });
-  }
-  bool valid() const { return future_.valid(); }
-  // The group of `generation`; CommError when it does not meet or the launcher regroups past it.
-  std::unique_ptr<Group> wait(const std::string& control, int generation) {
-    while (future_.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
-      if (regroup_after(control, generation)) abandon_->store(true);
-    return future_.get();
-  }
-  void give_up() {
-    if (!future_.valid()) return;
-    abandon_->store(true);
-    try {
-      future_.get();
-    } catch (...) {  // the rendezvous given up: nothing to keep
-    }
-  }
-
- private:
-  std::shared_ptr<std::atomic<bool>> abandon_;
-  std::future<std::unique_ptr<Group>> future_;
-};
 
 // A worker count's plan point: what it runs and how fast it is predicted to.
 struct Point {
@@ -173,7 +120,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   std::optional<elastic::Holding> joined_from;
   if (joined) {
     control::write_json(control::ready_path(control, generation, place.rank), {{"pid", getpid()}});
-    joined_from = holding_of(wait_for_switch(control, generation));
+    joined_from = holding_of(elastic::wait_for_switch(control, generation));
   }
   // The report's steps of the generations before, the resizes and the recoveries from lost
   // workers, kept by every worker (any may lead after a loss); a restarted generation reads them
@@ -217,7 +164,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
   // closed on side threads (closing Gloo's contexts waits for their threads: tens of milliseconds;
   // a broken group's close also ends its peers' waits on this worker).
   std::unique_ptr<Group> group;
-  Meeting next_group;
+  elastic::Meeting next_group;
   std::vector<std::thread> retiring;
   const auto retire = [&] {
     if (group) retiring.emplace_back([old = std::move(group)]() mutable { old.reset(); });
@@ -386,7 +333,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
         int64_t message[4] = {0, 0, 0, next_checkpoint};
         if (lead) {
           std::optional<nlohmann::ordered_json> sw = control::read_json(control + "/switch.json");
-          if (regroup_after(control, generation)) {
+          if (elastic::regroup_after(control, generation)) {
             message[0] = 2;
           } else if (sw && sw->value("generation", 0) == generation + 1 && step + 1 < s.steps) {
             message[0] = 1;
@@ -499,7 +446,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     const Clock::time_point since = Clock::now();
     broke_at = since;
     std::optional<nlohmann::ordered_json> r;
-    while (!(r = regroup_after(control, generation))) {
+    while (!(r = elastic::regroup_after(control, generation))) {
       if (seconds_since(since) > kRegroupWaitSeconds) throw InternalError("worker " + std::to_string(place.rank) + ": " + why + "; the launcher named no new group");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }

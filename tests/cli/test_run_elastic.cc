@@ -338,7 +338,7 @@ TEST_CASE("run --elastic: a joining worker killed before the go-ahead leaves the
   CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
 }
 
-TEST_CASE("run --elastic survives a lost worker: from the replicas the others hold, else from its checkpoint; a joining one lost in the handover leaves the old group going on; the losses unchanged") {
+TEST_CASE("run --elastic survives a lost worker: from the replicas the others hold, else from its checkpoint, and a joining one lost in the handover leaves the old group going on, the losses unchanged") {
   test::TempDir dir;
   const nlohmann::json& want = one_device().report.at("steps");
   // The chosen point at 3 workers is data parallel (every worker a replica of the whole state);
