@@ -16,6 +16,7 @@
 #endif
 
 #include "cli/commands.h"
+#include "cli/simulate_command.h"
 #include "cli/flag_errors.h"
 #include "graph/error.h"
 #include "launcher/build_info.h"
@@ -242,6 +243,21 @@ void add_job(CLI::App& app, Job& o) {
   rs->add_option("--gpus,-g", o.resize.gpus, "The new worker count, within the job's --min-gpus..--max-gpus")->required()->check(cli::integer(1));
 }
 
+struct Simulate {
+  tensoropt::cli::SimulateArgs args;
+  CLI::App* command = nullptr;
+};
+
+void add_simulate(CLI::App& app, Simulate& o) {
+  CLI::App* c = o.command = app.add_subcommand("simulate", "Simulate a workload of training jobs (Pollux's CSV) on a cluster of G GPUs under scheduling policies, job speeds from tensoropt's plans");
+  c->add_option("workload", o.args.workload, "The workload: Pollux's CSV (name,time,application,num_replicas,batch_size)")->required();
+  c->add_option("--gpus,-g", o.args.gpus, "GPUs in the cluster")->required()->check(cli::integer(1));
+  c->add_option("--policy,-p", o.args.policies, "Policies, comma-separated: fifo, tiresias, doubling, edl, frontier")->required();
+  c->add_option("--cluster", o.args.cluster, "The cluster preset or file the jobs are planned on (as plan's)");
+  c->add_option("--mapping", o.args.mapping, "Which model and batch stand for each application, and each job's samples (default: models/pollux.json)");
+  c->add_option("--json", o.args.json, "Write the results as JSON to FILE (- for stdout)");
+}
+
 struct Profile {
   tensoropt::cli::ProfileArgs args;
   CLI::App* command = nullptr;
@@ -367,6 +383,7 @@ int main(int argc, char** argv) {
   Devices devices;
   Profile profile;
   Job job;
+  Simulate simulate;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
@@ -375,6 +392,7 @@ int main(int argc, char** argv) {
   add_devices(app, devices);
   add_profile(app, profile);
   add_job(app, job);
+  add_simulate(app, simulate);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -390,6 +408,7 @@ int main(int argc, char** argv) {
     if (*profile.command) return cli::run_profile(profile.args, std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
     if (*job.status_command) return cli::run_status(job.status, std::cout);
     if (*job.resize_command) return cli::run_resize(job.resize, std::cout);
+    if (*simulate.command) return cli::run_simulate(simulate.args, std::cout, std::cerr);
     if (*devices.command) {
       std::cout << devices_info();
       return 0;

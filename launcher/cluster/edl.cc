@@ -48,7 +48,7 @@ class Edl final : public Policy {
       int fewest = -1, to_best = 0;
       for (size_t i = 0; i < active.size(); ++i) {
         if (d.gpus[i] == 0) continue;
-        const int to = fitting_at_least(*active[i].job, d.gpus[i] + 1);
+        const int to = next_faster(*active[i].job, d.gpus[i]);
         if (to == 0 || to - d.gpus[i] > free) continue;
         const std::vector<double>& s = active[i].job->speed;
         if (s[static_cast<size_t>(to)] <= s[static_cast<size_t>(d.gpus[i])]) continue;

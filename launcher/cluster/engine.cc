@@ -74,6 +74,13 @@ int fitting_at_least(const Job& j, int k) {
   return 0;
 }
 
+int next_faster(const Job& j, int k) {
+  const double now = k > 0 ? j.speed[static_cast<size_t>(k)] : 0;
+  for (int c = k + 1; c < static_cast<int>(j.speed.size()); ++c)
+    if (j.speed[static_cast<size_t>(c)] > now) return c;
+  return 0;
+}
+
 Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
   Result r;
   r.policy = policy.name();
@@ -95,6 +102,7 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
   double now = jobs.empty() ? 0 : jobs[order[0]].submit_s;
   const double first = now;
   double decide_at = kInf;
+  int still = 0;  // events in a row at the same time
   while (finished < jobs.size()) {
     while (next_arrival < order.size() && jobs[order[next_arrival]].submit_s <= now) {
       Live l;
@@ -154,14 +162,18 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
       if (next > from) l.view.done += speed * (next - from);
       l.view.attained_gpu_s += l.view.gpus * (next - now);
       r.jobs[l.index].gpu_s += l.view.gpus * (next - now);
-      // Done within rounding: its completion is this event.
-      if (l.view.done >= l.view.job->work * (1 - 1e-12)) {
+      // Done within rounding (what is left takes less than the clock can tell apart at this
+      // time): its completion is this event.
+      if (l.view.job->work - l.view.done <= speed * 1e-9 * std::max(1.0, next)) {
         l.done = true;
         r.jobs[l.index].finish_s = next;
         ++finished;
       }
     }
     active.erase(std::remove_if(active.begin(), active.end(), [](const Live& l) { return l.done; }), active.end());
+    // Time must move: a policy asking to decide again at once, over and over, is a fault.
+    still = next > now ? 0 : still + 1;
+    if (still > 4 * static_cast<int>(jobs.size()) + 16) throw InternalError("policy " + r.policy + ": the simulation does not advance past " + std::to_string(now) + " s");
     now = next;
   }
   for (const JobResult& j : r.jobs) r.makespan_s = std::max(r.makespan_s, j.finish_s - first);

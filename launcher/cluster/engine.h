@@ -86,5 +86,8 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy);
 
 // The smallest count >= k (and <= the cluster) a job fits, else 0.
 int fitting_at_least(const Job& j, int k);
+// The smallest count above k at which the job is faster than at k, else 0 (counts between
+// planned ones run as the planned count below them, no faster).
+int next_faster(const Job& j, int k);
 
 }  // namespace tensoropt::cluster

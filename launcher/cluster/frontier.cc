@@ -30,7 +30,7 @@ class Frontier final : public Policy {
         const int k = d.gpus[i];
         if (k == 0) continue;
         const Job& j = *active[i].job;
-        const int to = fitting_at_least(j, k + 1);
+        const int to = next_faster(j, k);
         if (to == 0 || to - k > free) continue;
         const double left = std::max(j.work - active[i].done, 1e-9);
         const double gain = (j.speed[static_cast<size_t>(to)] - j.speed[static_cast<size_t>(k)]) / (to - k) / left;

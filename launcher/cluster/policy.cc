@@ -15,7 +15,7 @@ std::unique_ptr<Policy> make_policy(std::string_view name) {
   if (name == "edl") return make_edl();
   if (name == "frontier") return make_frontier();
   std::string known;
-  for (const std::string& n : policy_names()) known += (known.empty() ? "" : ", ") + n;
+  for (const std::string& n : policy_names()) known.append(known.empty() ? "" : ", ").append(n);
   throw InputError("--policy " + std::string(name) + ": unknown (" + known + ")");
 }
 

@@ -93,7 +93,7 @@ void check_applications(const std::vector<WorkloadJob>& jobs, const Mapping& map
   for (const WorkloadJob& j : jobs) {
     if (mapping.count(j.application)) continue;
     std::string known;
-    for (const auto& [name, a] : mapping) known += (known.empty() ? "" : ", ") + name;
+    for (const auto& [name, a] : mapping) known.append(known.empty() ? "" : ", ").append(name);
     throw InputError(workload + " line " + std::to_string(j.row) + ": application '" + j.application + "' is not in the mapping (" + known + ")");
   }
 }
