@@ -256,6 +256,7 @@ void add_simulate(CLI::App& app, Simulate& o) {
   c->add_option("--cluster", o.args.cluster, "The cluster preset or file the jobs are planned on (as plan's)");
   c->add_option("--mapping", o.args.mapping, "Which model and batch stand for each application, and each job's samples (default: models/pollux.json)");
   c->add_option("--json", o.args.json, "Write the results as JSON to FILE (- for stdout)");
+  c->add_option("--plot", o.args.plot, "Write the distribution of job completion times per policy as an SVG to FILE");
 }
 
 struct Profile {

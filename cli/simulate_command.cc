@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cdf_svg.h"
 #include "cli/commands.h"
 #include "graph/error.h"
 #include "launcher/cluster/engine.h"
@@ -170,6 +171,7 @@ int run_simulate(const SimulateArgs& a, std::ostream& out, std::ostream& err) {
     jobs.push_back(std::move(j));
   }
   nlohmann::ordered_json results = nlohmann::ordered_json::object();
+  std::vector<CdfCurve> curves;
   out << "\n" << std::left << std::setw(10) << "policy" << std::right << std::setw(12) << "avg JCT" << std::setw(12) << "median" << std::setw(12)
       << "p99" << std::setw(12) << "makespan" << std::setw(8) << "util" << std::setw(11) << "GPU-hours" << std::setw(9) << "resizes"
       << std::setw(13) << "lost to them" << "\n";
@@ -181,8 +183,16 @@ int run_simulate(const SimulateArgs& a, std::ostream& out, std::ostream& err) {
         << r.gpu_hours() << std::setw(9) << r.resizes() << std::setw(13) << duration(r.paused_s()) << "\n"
         << std::defaultfloat;
     results[r.policy] = policy_json(r);
+    CdfCurve curve{r.policy + " (avg " + duration(r.avg_jct_s()) + ")", {}};
+    for (const cluster::JobResult& j : r.jobs) curve.values.push_back(j.jct_s());
+    curves.push_back(std::move(curve));
   }
   out << "(job speeds from tensoropt's plans of each application's model on " << a.cluster << ", not from measured throughputs)\n";
+  if (a.plot) {
+    std::ofstream f(*a.plot);
+    f << cdf_svg(std::filesystem::path(a.workload).filename().string() + " on " + std::to_string(a.gpus) + " GPUs of " + a.cluster + ": job completion times", curves);
+    if (!f) throw InputError("--plot " + *a.plot + ": cannot write");
+  }
   if (a.json) {
     const nlohmann::ordered_json doc = {{"workload", a.workload}, {"gpus", a.gpus}, {"cluster", a.cluster}, {"mapping", mapping_path},
                                         {"applications", apps}, {"policies", results}};

@@ -31,6 +31,7 @@ struct SimulateArgs {
   std::string cluster = "h100-sxm";
   std::optional<std::string> mapping;   // default: models/pollux.json beside the binary's tree
   std::optional<std::string> json;      // file, or "-" for stdout
+  std::optional<std::string> plot;      // an SVG of the completion times' distribution per policy (cdf_svg.h)
 };
 int run_simulate(const SimulateArgs& args, std::ostream& out, std::ostream& err);
 

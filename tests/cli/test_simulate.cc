@@ -32,7 +32,7 @@ std::string mapping(const TempDir& dir, int64_t ncf_batch = 8) {
 TEST_CASE("simulate: Pollux's first workload under every policy, a table and JSON that agree") {
   TempDir dir;
   const CliResult r = run_cli("simulate " + kWorkload + " --gpus 4 --cluster cpu --policy fifo,tiresias,doubling,edl,frontier --mapping " +
-                              mapping(dir) + " --json " + dir.path + "/out.json");
+                              mapping(dir) + " --json " + dir.path + "/out.json --plot " + dir.path + "/jct.svg");
   REQUIRE_MESSAGE(r.code == 0, r.err);
   CHECK(r.out.find("planning cifar10: ") != std::string::npos);
   CHECK(r.out.find("not from measured throughputs") != std::string::npos);
@@ -54,6 +54,12 @@ TEST_CASE("simulate: Pollux's first workload under every policy, a table and JSO
     CHECK(p.at("utilisation").get<double>() > 0);
     CHECK(p.at("utilisation").get<double>() <= 1.0 + 1e-9);
   }
+  // The plot: a curve and a legend entry per policy.
+  const std::string svg = slurp(dir.path + "/jct.svg");
+  size_t curves = 0;
+  for (size_t at = svg.find("class=\"cdf\""); at != std::string::npos; at = svg.find("class=\"cdf\"", at + 1)) ++curves;
+  CHECK(curves == 5);
+  CHECK(svg.find("frontier (avg ") != std::string::npos);
   // The non-elastic policies never resize a running job.
   CHECK(j["policies"]["fifo"].at("resizes") == 0);
   // Each application's speeds: some count fits, and more GPUs never slow a job down here.
