@@ -129,9 +129,10 @@ std::pair<int, Factor> reshape_batch_axis(const Shape& in, size_t a, Factor f, c
   int64_t span = stride * b0;
   int64_t after = 1;
   std::pair<int, Factor> found{-1, {}};
+  if (span <= 0) return found;  // an empty axis: no batch to find
   for (size_t j = out.size(); j-- > 0;) {
     int64_t end = after * out[j];
-    if (out[j] > 0 && after <= stride && span <= end && stride % after == 0 && end % span == 0) {
+    if (out[j] > 0 && after > 0 && after <= stride && span <= end && stride % after == 0 && end % span == 0) {
       found = {static_cast<int>(j), {end / span, stride / after}};
     }
     after = end;
