@@ -128,7 +128,11 @@ int run_simulate(const SimulateArgs& a, std::ostream& out, std::ostream& err) {
     std::stringstream ss(a.policies);
     std::string name;
     while (std::getline(ss, name, ',')) policies.push_back(cluster::make_policy(name));
-    if (policies.empty()) throw InputError("--policy: name at least one (" + std::string("fifo, tiresias, doubling, edl, frontier") + ")");
+    if (policies.empty()) {
+      std::string known;
+      for (const std::string& n : cluster::policy_names()) known.append(known.empty() ? "" : ", ").append(n);
+      throw InputError("--policy: name at least one (" + known + ")");
+    }
   }
   const std::vector<cluster::WorkloadJob> workload = cluster::read_workload(a.workload);
   const std::string mapping_path = a.mapping ? *a.mapping : default_mapping();

@@ -10,14 +10,7 @@ class Doubling final : public Policy {
   bool elastic() const override { return true; }
   Decision decide(double, const std::vector<JobView>& active, int gpus) override {
     Decision d;
-    d.gpus.assign(active.size(), 0);
-    int free = gpus;
-    for (size_t i = 0; i < active.size(); ++i) {
-      const int least = fitting_at_least(*active[i].job, 1);
-      if (least > free) continue;
-      d.gpus[i] = least;
-      free -= least;
-    }
+    int free = admit_on_fewest(active, gpus, d);
     // Double the job that gains most speed per added GPU, while one can.
     while (true) {
       int best = -1;

@@ -19,11 +19,7 @@ class Edl final : public Policy {
   bool elastic() const override { return true; }
   Decision decide(double, const std::vector<JobView>& active, int gpus) override {
     Decision d;
-    int free = gpus;
-    for (const JobView& v : active) {
-      d.gpus.push_back(v.gpus);
-      free -= v.gpus;
-    }
+    int free = keep_running(active, gpus, d);
     for (size_t i = 0; i < active.size(); ++i) {
       if (d.gpus[i] > 0) continue;
       const int need = fitting_at_least(*active[i].job, 1);

@@ -10,11 +10,7 @@ class Fifo final : public Policy {
   bool elastic() const override { return false; }
   Decision decide(double, const std::vector<JobView>& active, int gpus) override {
     Decision d;
-    int free = gpus;
-    for (const JobView& v : active) {
-      d.gpus.push_back(v.gpus);
-      free -= v.gpus;
-    }
+    int free = keep_running(active, gpus, d);
     for (size_t i = 0; i < active.size(); ++i) {
       if (active[i].gpus > 0) continue;
       const int need = requested_fit(*active[i].job, gpus);

@@ -12,15 +12,7 @@ class Frontier final : public Policy {
   bool elastic() const override { return true; }
   Decision decide(double, const std::vector<JobView>& active, int gpus) override {
     Decision d;
-    d.gpus.assign(active.size(), 0);
-    int free = gpus;
-    // Admitted in submit order on their fewest GPUs.
-    for (size_t i = 0; i < active.size(); ++i) {
-      const int least = fitting_at_least(*active[i].job, 1);
-      if (least > free) continue;
-      d.gpus[i] = least;
-      free -= least;
-    }
+    int free = admit_on_fewest(active, gpus, d);
     // Then the step (to the next count it fits) that adds the most speed per GPU, over the work
     // the job has left: finishing short jobs soon is what lowers the average completion time.
     while (free > 0) {

@@ -26,4 +26,24 @@ int requested_fit(const Job& j, int gpus) {
   return 0;
 }
 
+int keep_running(const std::vector<JobView>& active, int gpus, Decision& d) {
+  d.gpus.clear();
+  for (const JobView& v : active) {
+    d.gpus.push_back(v.gpus);
+    gpus -= v.gpus;
+  }
+  return gpus;
+}
+
+int admit_on_fewest(const std::vector<JobView>& active, int gpus, Decision& d) {
+  d.gpus.assign(active.size(), 0);
+  for (size_t i = 0; i < active.size(); ++i) {
+    const int least = fitting_at_least(*active[i].job, 1);
+    if (least > gpus) continue;
+    d.gpus[i] = least;
+    gpus -= least;
+  }
+  return gpus;
+}
+
 }  // namespace tensoropt::cluster

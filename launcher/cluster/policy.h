@@ -31,6 +31,12 @@ std::unique_ptr<Policy> make_policy(std::string_view name);
 // cluster's) that it fits, else the most below the request that it fits.
 int requested_fit(const Job& j, int gpus);
 
+// Decisions' common starts. keep_running: every active job on the count it holds now; returns
+// the GPUs left free. admit_on_fewest: from no GPUs given, each job in submit order on its fewest
+// where they fit; returns the GPUs left free.
+int keep_running(const std::vector<JobView>& active, int gpus, Decision& d);
+int admit_on_fewest(const std::vector<JobView>& active, int gpus, Decision& d);
+
 // The policies, one file each.
 std::unique_ptr<Policy> make_fifo();
 std::unique_ptr<Policy> make_tiresias();
