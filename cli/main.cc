@@ -16,6 +16,7 @@
 #endif
 
 #include "cli/commands.h"
+#include "cli/schedule_command.h"
 #include "cli/simulate_command.h"
 #include "cli/flag_errors.h"
 #include "graph/error.h"
@@ -259,6 +260,23 @@ void add_simulate(CLI::App& app, Simulate& o) {
   c->add_option("--plot", o.args.plot, "Write the distribution of job completion times per policy as an SVG to FILE");
 }
 
+struct Schedule {
+  tensoropt::cli::ScheduleArgs args;
+  CLI::App* command = nullptr;
+};
+
+void add_schedule(CLI::App& app, Schedule& o) {
+  CLI::App* c = o.command = app.add_subcommand("schedule", "Run a workload of training jobs live on this machine's CPU workers under scheduling policies, beside what simulate predicts");
+  c->add_option("workload", o.args.workload, "The workload: Pollux's CSV (name,time,application,num_replicas,batch_size)")->required();
+  c->add_option("--gpus,-g", o.args.gpus, "Workers in the cluster (CPU worker processes of one thread, standing for GPUs)")->required()->check(cli::integer(1));
+  c->add_option("--policy,-p", o.args.policies, "Policies, comma-separated, run one after another: fifo, tiresias, doubling, edl, frontier")->required();
+  c->add_option("--mapping", o.args.mapping, "Which model and batch stand for each application, and each job's samples (default: models/pollux.json)");
+  c->add_option("--json", o.args.json, "Write the measured and predicted results as JSON to FILE (- for stdout)");
+  c->add_option("--dir", o.args.dir, "Keep the plans, the jobs' control directories and logs in DIR (default: a temporary directory, removed)");
+  c->add_option("--calibration-steps", o.args.calibration_steps, "Steps of each application's calibration run on each worker count")
+      ->capture_default_str()->check(cli::integer(3));
+}
+
 struct Profile {
   tensoropt::cli::ProfileArgs args;
   CLI::App* command = nullptr;
@@ -385,6 +403,7 @@ int main(int argc, char** argv) {
   Profile profile;
   Job job;
   Simulate simulate;
+  Schedule schedule;
   add_inspect(app, inspect);
   add_ops(app, ops);
   add_plan(app, plan);
@@ -394,6 +413,7 @@ int main(int argc, char** argv) {
   add_profile(app, profile);
   add_job(app, job);
   add_simulate(app, simulate);
+  add_schedule(app, schedule);
   if (std::optional<int> exit_code = parse(app, argc, argv)) return *exit_code;
 
   return reporting_errors([&] {
@@ -410,6 +430,7 @@ int main(int argc, char** argv) {
     if (*job.status_command) return cli::run_status(job.status, std::cout);
     if (*job.resize_command) return cli::run_resize(job.resize, std::cout);
     if (*simulate.command) return cli::run_simulate(simulate.args, std::cout, std::cerr);
+    if (*schedule.command) return cli::run_schedule(schedule.args, std::cout, std::cerr);
     if (*devices.command) {
       std::cout << devices_info();
       return 0;

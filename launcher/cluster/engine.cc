@@ -81,6 +81,19 @@ int next_faster(const Job& j, int k) {
   return 0;
 }
 
+void check_decision(const Decision& d, const std::vector<JobView>& active, int gpus, const std::string& policy) {
+  if (d.gpus.size() != active.size()) throw InternalError("policy " + policy + ": " + std::to_string(d.gpus.size()) + " counts for " + std::to_string(active.size()) + " jobs");
+  int used = 0;
+  for (size_t i = 0; i < active.size(); ++i) {
+    const int k = d.gpus[i];
+    const Job& j = *active[i].job;
+    if (k < 0 || k > gpus || (k > 0 && j.speed[static_cast<size_t>(k)] <= 0))
+      throw InternalError("policy " + policy + ": " + std::to_string(k) + " GPUs for job " + j.name + ", which does not fit them");
+    used += k;
+  }
+  if (used > gpus) throw InternalError("policy " + policy + ": " + std::to_string(used) + " GPUs given on a cluster of " + std::to_string(gpus));
+}
+
 Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
   Result r;
   r.policy = policy.name();
@@ -118,16 +131,7 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
     std::vector<JobView> views;
     for (const Live& l : active) views.push_back(l.view);
     const Decision d = policy.decide(now, views, gpus);
-    if (d.gpus.size() != active.size()) throw InternalError("policy " + r.policy + ": " + std::to_string(d.gpus.size()) + " counts for " + std::to_string(active.size()) + " jobs");
-    int used = 0;
-    for (size_t i = 0; i < active.size(); ++i) {
-      const int k = d.gpus[i];
-      const Job& j = *active[i].view.job;
-      if (k < 0 || k > gpus || (k > 0 && j.speed[static_cast<size_t>(k)] <= 0))
-        throw InternalError("policy " + r.policy + ": " + std::to_string(k) + " GPUs for job " + j.name + ", which does not fit them");
-      used += k;
-    }
-    if (used > gpus) throw InternalError("policy " + r.policy + ": " + std::to_string(used) + " GPUs given on a cluster of " + std::to_string(gpus));
+    check_decision(d, views, gpus, r.policy);
     for (size_t i = 0; i < active.size(); ++i) {
       Live& l = active[i];
       const int was = l.view.gpus, k = d.gpus[i];
@@ -135,12 +139,19 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
       if (k == was) continue;
       if (k > 0) {
         double cost = 0;
-        if (was == 0 && !l.view.started) out.start_s = now;
-        else if (was == 0) cost = l.view.job->restart_s;
-        else cost = policy.elastic() ? l.view.job->resize_s : l.view.job->restart_s;
-        if (l.view.started) ++out.resizes;
+        if (was == 0 && !l.view.started) {
+          out.start_s = now;
+          cost = l.view.job->launch_s;
+        } else if (was == 0) {
+          cost = l.view.job->restart_s;
+        } else {
+          cost = policy.elastic() ? l.view.job->resize_s : l.view.job->restart_s;
+        }
+        if (l.view.started) {
+          ++out.resizes;
+          out.paused_s += cost;  // what resizes and restarts lose; a launch is not one
+        }
         l.pause_until = now + cost;
-        out.paused_s += cost;
         l.view.started = true;
       }
       l.view.gpus = k;

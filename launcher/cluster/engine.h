@@ -6,7 +6,7 @@
 // per second; 0 where it does not fit, as its frontier says: no plan point fits k GPUs' memory).
 // At each event the policy gives every active job (submitted, unfinished) its GPUs; the engine
 // applies them and charges each change:
-//   - a job started for the first time starts at once;
+//   - a job started for the first time pauses for its launch cost (0: at once);
 //   - a running job whose count changes pauses for its resize cost under an elastic policy
 //     (Policy::elastic), for its stop-resume cost otherwise;
 //   - a job stopped (0 GPUs, a preemption) pays its stop-resume cost when it runs again.
@@ -31,6 +31,7 @@ struct Job {
   double work = 0;            // samples to train; > 0
   int requested = 1;          // the GPUs the workload asked for (what non-elastic policies give)
   std::vector<double> speed;  // speed[k], k = 0..G: samples per second on k GPUs; 0 where it does not fit
+  double launch_s = 0;        // the pause its first start costs (process start, import, load)
   double resize_s = 0;        // the pause an elastic resize costs it
   double restart_s = 0;       // what stopping and resuming it costs (a preemption, a non-elastic change)
 };
@@ -80,6 +81,10 @@ struct Result {
   int resizes() const;
   double paused_s() const;
 };
+
+// A policy's decision for `active` on a cluster of `gpus`: InternalError naming the policy when it
+// has the wrong number of counts, gives a job a count it does not fit, or more GPUs than there are.
+void check_decision(const Decision& d, const std::vector<JobView>& active, int gpus, const std::string& policy);
 
 // REQUIRES: every job fits some k <= gpus (speed[k] > 0); speed has gpus + 1 entries.
 Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy);

@@ -63,17 +63,27 @@ void remove_stale_run_dirs() {
   }
 }
 
-// Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
-int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+// Forks this binary with argv, dying with this process; its stdout (and stderr with `both`) to
+// `log`, truncated or appended.
+pid_t fork_self(const std::vector<std::string>& argv, const std::string& log, bool both, bool append) {
   const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
   if (pid == 0) {
     die_with(self);
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) dup2(fd, STDOUT_FILENO);
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      if (both) dup2(fd, STDERR_FILENO);
+    }
     exec_self(argv);
   }
+  return pid;
+}
+
+// Runs argv to the end; its stdout to `log`, stderr inherited. Returns the wait status.
+int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork_self(argv, log, false, false);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw InternalError("waitpid failed");
@@ -82,8 +92,9 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
   return status;
 }
 
-
 }  // namespace
+
+pid_t spawn_self(const std::vector<std::string>& argv, const std::string& log) { return fork_self(argv, log, true, true); }
 
 namespace {
 

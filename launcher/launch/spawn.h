@@ -1,5 +1,6 @@
-// What the local launcher (local.cc) lends the elastic one (launch.cc): one worker started,
-// how a process ended, whether a stop signal came, and the plan made for the workers.
+// What the local launcher (local.cc) lends the elastic one (launch.cc) and the live scheduler
+// (launcher/cluster/live.h): one worker or one process of this binary started, how a process
+// ended, whether a stop signal came, and the plan made for the workers.
 // Not thread-safe (the launcher's signal handlers are process-wide).
 #pragma once
 
@@ -19,6 +20,11 @@ namespace tensoropt {
 // process. Rank 0 keeps stdout; in an elastic job (generation >= 0) every worker does, and prints
 // only while it is rank 0.
 pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart = false);
+
+// Forks this same binary with `argv` (argv[0] included), its stdout and stderr appended to `log`;
+// it dies with this process (SIGKILL, whatever ends this one). Returns its pid. (The live
+// scheduler's jobs, launcher/cluster/live.h.)
+pid_t spawn_self(const std::vector<std::string>& argv, const std::string& log);
 
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string how_it_ended(int status);

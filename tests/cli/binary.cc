@@ -46,4 +46,17 @@ std::string slurp(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::vector<pid_t> runs_with(const std::string& part) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = slurp(entry.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.rfind(std::string(TENSOROPT_BINARY) + " run ", 0) == 0 && cmdline.find(part) != std::string::npos)
+      out.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return out;
+}
+
 }  // namespace tensoropt::test

@@ -3,8 +3,11 @@
 // test process).
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace tensoropt::test {
 
@@ -19,6 +22,10 @@ CliResult run_cli(const std::string& args, const std::string& env = "", const st
 
 // A file's whole text ("" when it cannot be read).
 std::string slurp(const std::filesystem::path& path);
+
+// The processes of `TENSOROPT_BINARY run ...` whose command line holds `part` (a job's control
+// directory: its launcher's and every worker's has it).
+std::vector<pid_t> runs_with(const std::string& part);
 
 // How many lines `s` holds (its '\n's).
 long lines(const std::string& s);

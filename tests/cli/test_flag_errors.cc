@@ -53,7 +53,7 @@ TEST_CASE("flag errors: a misspelt flag is named with its value and the nearest 
   check_line("inspect " + kModel + " --jsno", "tensoropt inspect has no flag --jsno (given '--jsno'); did you mean --json?");
   check_line("ops --mardown", "tensoropt ops has no flag --mardown (given '--mardown'); did you mean --markdown?");
   // Nothing near: the subcommands that do take it, or --help.
-  check_line("inspect " + kModel + " --gpus 2", "tensoropt inspect has no flag --gpus (given '--gpus 2'); plan, evaluate, run, profile, resize, simulate take it (see tensoropt inspect --help)");
+  check_line("inspect " + kModel + " --gpus 2", "tensoropt inspect has no flag --gpus (given '--gpus 2'); plan, evaluate, run, profile, resize, simulate, schedule take it (see tensoropt inspect --help)");
   check_line("plan " + kModel + " --gpus 2 --frobnicate", "tensoropt plan has no flag --frobnicate (given '--frobnicate'); see tensoropt plan --help");
   check_line("--steps 2", "tensoropt has no flag --steps (given '--steps 2'); it is a flag of run: give it after the subcommand, e.g. tensoropt run ... --steps 2");
 }

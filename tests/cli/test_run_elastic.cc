@@ -154,20 +154,6 @@ nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes
   return report;
 }
 
-// The tensoropt processes whose command line holds `part` (a job's control directory: its launcher's
-// and every worker's has it).
-std::vector<pid_t> processes_with(const std::string& part) {
-  std::vector<pid_t> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = slurp(entry.path() / "cmdline");
-    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.rfind(std::string(TENSOROPT_BINARY) + " run ", 0) == 0 && has(cmdline, part)) out.push_back(static_cast<pid_t>(std::stol(name)));
-  }
-  return out;
-}
-
 // The worker of rank `rank` among `pids` (its RANK variable), or 0.
 pid_t rank_of(const std::vector<pid_t>& pids, int rank) {
   for (pid_t p : pids) {
@@ -301,12 +287,12 @@ TEST_CASE("run --elastic: a joining worker killed before the go-ahead leaves the
   // The joining worker is killed as soon as it runs (it loads for a while before it says it is ready).
   Job job(dir.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kOpt + " --report " + dir.path + "/report.json");
   job.wait_for([](const nlohmann::json&) { return true; });
-  const std::vector<pid_t> before = processes_with(job.control);
+  const std::vector<pid_t> before = test::runs_with(job.control);
   REQUIRE(before.size() >= 3);  // the launcher and two workers
   REQUIRE(run_cli("resize " + job.control + " --gpus 3").code == 0);
   bool killed = false;
   for (int i = 0; i < 5000 && !killed; ++i) {
-    for (pid_t p : processes_with(job.control))
+    for (pid_t p : test::runs_with(job.control))
       if (std::find(before.begin(), before.end(), p) == before.end()) {
         kill(p, SIGKILL);
         killed = true;
@@ -328,12 +314,12 @@ TEST_CASE("run --elastic: a joining worker killed before the go-ahead leaves the
   std::ifstream pid_file(other.control + "/launcher.pid");
   long launcher = 0;
   REQUIRE(static_cast<bool>(pid_file >> launcher));
-  REQUIRE(processes_with(other.control).size() == 3);
+  REQUIRE(test::runs_with(other.control).size() == 3);
   kill(static_cast<pid_t>(launcher), SIGKILL);
   const auto start = std::chrono::steady_clock::now();
-  while (!processes_with(other.control).empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+  while (!test::runs_with(other.control).empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  CHECK(processes_with(other.control).empty());
+  CHECK(test::runs_with(other.control).empty());
   CHECK(other.finish() != 0);
   CHECK(has(run_cli("resize " + other.control + " --gpus 3").err, "the job is gone"));
 }
@@ -364,7 +350,7 @@ TEST_CASE("run --elastic survives a lost worker: from the replicas the others ho
     }
     job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 120 && st.value("workers", 0) == 3; });
     const int lost_rank = replicas ? 0 : 2;
-    const pid_t victim = rank_of(processes_with(job.control), lost_rank);
+    const pid_t victim = rank_of(test::runs_with(job.control), lost_rank);
     REQUIRE(victim > 0);
     kill(victim, SIGKILL);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
@@ -399,7 +385,7 @@ TEST_CASE("run --elastic survives a lost worker: from the replicas the others ho
     const std::string status = run_cli("status " + job.control).out;
     CHECK(has(status, "lost     rank [" + std::to_string(lost_rank) + "]"));
     CHECK(has(status, replicas ? "resized  2 -> 3" : "resizes  none"));
-    CHECK(processes_with(job.control).empty());
+    CHECK(test::runs_with(job.control).empty());
   }
   // A joining worker killed during the handover: the old group goes on, unchanged, from the shards
   // each worker holds (ZeRO-2: none holds the whole state).
@@ -413,7 +399,7 @@ TEST_CASE("run --elastic survives a lost worker: from the replicas the others ho
   const auto start = std::chrono::steady_clock::now();
   while (!std::filesystem::exists(job.control + "/switch.json") && std::chrono::steady_clock::now() - start < std::chrono::seconds(60))
     std::this_thread::sleep_for(std::chrono::microseconds(200));
-  const pid_t joiner = rank_of(processes_with(job.control), 2);
+  const pid_t joiner = rank_of(test::runs_with(job.control), 2);
   REQUIRE(joiner > 0);
   kill(joiner, SIGKILL);
   REQUIRE_MESSAGE(job.finish() == 0, slurp(here + "/err"));
@@ -429,7 +415,7 @@ TEST_CASE("run --elastic survives a lost worker: from the replicas the others ho
   CHECK(report["recoveries"][0].at("during_resize_to") == 3);
   same_steps(report.at("steps"), want);
   for (const auto& e : report["steps"]) CHECK(e.at("workers") == 2);
-  CHECK(processes_with(job.control).empty());
+  CHECK(test::runs_with(job.control).empty());
 }
 
 
@@ -437,7 +423,7 @@ TEST_CASE("run --elastic left below --min-gpus waits --rejoin-timeout for a resi
   test::TempDir dir;
   Job job(dir.path, kGpt + " --elastic --gpus 2 --min-gpus 2 --checkpoint-every 50 --rejoin-timeout 1" + kOpt);
   job.wait_for([](const nlohmann::json& st) { return st.value("step", 0) >= 60; });
-  const pid_t victim = rank_of(processes_with(job.control), 1);
+  const pid_t victim = rank_of(test::runs_with(job.control), 1);
   REQUIRE(victim > 0);
   kill(victim, SIGKILL);
   CHECK(job.finish() == 1);
@@ -445,7 +431,7 @@ TEST_CASE("run --elastic left below --min-gpus waits --rejoin-timeout for a resi
   CHECK(test::lines(err) == 1);
   CHECK(has(err, "fewer than --min-gpus 2, and no resize came within 1 s: the job stops (its checkpoint: " + job.control + "/checkpoint.onnx)"));
   CHECK(has(slurp(dir.path + "/out"), "waiting  1 workers left"));
-  CHECK(processes_with(job.control).empty());
+  CHECK(test::runs_with(job.control).empty());
 }
 
 TEST_CASE("run --elastic in a control directory another job used starts clean: no restart resumes from that job's checkpoint") {

@@ -62,6 +62,25 @@ TEST_CASE("cluster: two jobs on four GPUs, worked out by hand under each policy"
   CHECK(r.resizes() == 0);
 }
 
+TEST_CASE("cluster: a job's launch pauses its first start, not its restarts, and is no resize") {
+  // A alone on 2 GPUs (fifo), 100 samples at 20/s, launching for 2 s: it holds its GPUs from 0 and
+  // is done at 2 + 5 = 7 s; nothing is lost to resizes.
+  std::vector<Job> jobs = {job("a", 0, 100, 2, 2, 10)};
+  jobs[0].launch_s = 2;
+  Result r = run("fifo", jobs, 2);
+  CHECK(r.jobs[0].start_s == doctest::Approx(0));
+  CHECK(r.jobs[0].finish_s == doctest::Approx(7));
+  CHECK(r.jobs[0].gpu_s == doctest::Approx(14));
+  CHECK(r.paused_s() == doctest::Approx(0));
+  CHECK(r.resizes() == 0);
+  // B arrives at 1 s asking for 2 and waits for A (7 s), launches 2 s, trains 5 s: done at 14 s.
+  jobs.push_back(job("b", 1, 100, 2, 2, 10));
+  jobs[1].launch_s = 2;
+  r = run("fifo", jobs, 2);
+  CHECK(r.jobs[1].start_s == doctest::Approx(7));
+  CHECK(r.jobs[1].finish_s == doctest::Approx(14));
+}
+
 TEST_CASE("cluster: fifo's head of the queue blocks the jobs behind it, tiresias skips to one that fits") {
   // 4 GPUs. a (t 0) asks 3 GPUs for 30 samples at 10/s per GPU: 1 s. b (t 0.1) asks 2 for 20: it
   // waits for a, runs 1 to 2. c (t 0.2) asks 1 for 10: under fifo it waits behind b although a

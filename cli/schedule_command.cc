@@ -1,0 +1,204 @@
+#include "cli/schedule_command.h"
+
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <map>
+#include <memory>
+#include <ostream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cluster_jobs.h"
+#include "graph/error.h"
+#include "launcher/cluster/live.h"
+#include "launcher/cluster/policy.h"
+#include "launcher/launch/spawn.h"
+#include "planner/parallel/cluster.h"
+
+namespace tensoropt::cli {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kCluster = "cpu";
+
+// `tensoropt run` for an application's jobs: its model at its batch with the application's plan,
+// elastic over 1..G workers of one thread each; live.h adds --gpus and --control.
+std::vector<std::string> run_argv(const cluster::Application& app, const std::string& plan, int64_t steps, int gpus) {
+  std::error_code ec;
+  const std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  return {self.empty() ? "tensoropt" : self, "run", app.model, "--plan", plan, "--batch", std::to_string(app.batch), "--steps", std::to_string(steps),
+          "--threads", "1", "--elastic", "--min-gpus", "1", "--max-gpus", std::to_string(gpus)};
+}
+
+// One application measured on k workers: samples per second, and the launch (wall time less steps).
+struct Measured {
+  double samples_per_s = 0;
+  double launch_s = 0;
+};
+
+Measured calibrate(const cluster::Application& app, const std::string& plan, int k, int gpus, int steps, const std::string& dir) {
+  const std::string control = dir + "/control", report = dir + "/report.json";
+  std::vector<std::string> argv = run_argv(app, plan, steps, gpus);
+  argv.insert(argv.end(), {"--gpus", std::to_string(k), "--control", control, "--report", report});
+  fs::create_directories(dir);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = spawn_self(argv, dir + "/log");
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw InternalError("waitpid failed");
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw InternalError("calibrating " + app.model + " on " + std::to_string(k) + " workers: the run " + how_it_ended(status) + " (its log: " + dir + "/log)");
+  std::ifstream f(report);
+  const nlohmann::json r = nlohmann::json::parse(f);
+  std::vector<double> times;
+  double total = 0;
+  for (const auto& s : r.at("steps")) {
+    times.push_back(s.at("time_s").get<double>());
+    total += times.back();
+  }
+  TO_CHECK(times.size() >= 2);
+  std::vector<double> after_first(times.begin() + 1, times.end());
+  std::nth_element(after_first.begin(), after_first.begin() + static_cast<std::ptrdiff_t>(after_first.size() / 2), after_first.end());
+  const double step = after_first[after_first.size() / 2];
+  return {static_cast<double>(app.batch) / step, std::max(0.0, wall - total)};
+}
+
+std::string percent(double x) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * x);
+  return buf;
+}
+
+}  // namespace
+
+int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
+  // Everything checked before anything runs.
+  if (a.gpus < 1) throw InputError("--gpus " + std::to_string(a.gpus) + ": at least 1");
+  if (a.calibration_steps < 3) throw InputError("--calibration-steps " + std::to_string(a.calibration_steps) + ": at least 3");
+  std::vector<std::unique_ptr<cluster::Policy>> policies = make_policies(a.policies);
+  const Workload w = load_workload(a.workload, a.mapping);
+  if (a.json && *a.json != "-" && !std::ofstream(*a.json, std::ios::app)) throw InputError("--json: cannot write '" + *a.json + "'");
+  std::optional<ScratchDir> scratch;
+  std::string work;
+  if (a.dir) {
+    std::error_code ec;
+    fs::create_directories(*a.dir, ec);
+    if (ec || !fs::is_directory(*a.dir)) throw InputError("--dir " + *a.dir + ": cannot make it");
+    work = fs::absolute(*a.dir).string();
+  } else {
+    scratch.emplace("tensoropt-schedule");
+    scratch->keep = true;  // a failed job's log stays; removed below once every policy has run
+    work = scratch->path;
+  }
+  if (const unsigned threads = std::thread::hardware_concurrency(); threads > 0 && static_cast<unsigned>(a.gpus) > threads)
+    out << "note: --gpus " << a.gpus << " on " << threads << " hardware threads: the workers share cores, and the measured speeds hold only while they do\n";
+
+  // Plan and calibrate each application.
+  const double link = planner::load_cluster(kCluster).inter_node.bandwidth;
+  struct App {
+    std::string plan;
+    Speeds planned;
+    std::vector<double> speed;
+    double launch_s = 0;
+  };
+  std::map<std::string, App> apps;
+  nlohmann::ordered_json apps_json = nlohmann::ordered_json::object();
+  for (const std::string& name : w.applications) {
+    const cluster::Application& m = w.mapping.at(name);
+    App& app = apps[name];
+    app.plan = work + "/" + name + ".plan.json";
+    out << "planning " << name << ": " << m.model << " at batch " << m.batch << " on 1.." << a.gpus << " CPU workers\n" << std::flush;
+    app.planned = plan_speeds(m, a.gpus, kCluster, app.plan, err);
+    app.speed.assign(static_cast<size_t>(a.gpus) + 1, 0);
+    std::vector<double> launches;
+    nlohmann::ordered_json measured = nlohmann::ordered_json::object(), planned = nlohmann::ordered_json::object();
+    for (int k = 1; k <= a.gpus; ++k) {
+      if (app.planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
+      const Measured c = calibrate(m, app.plan, k, a.gpus, a.calibration_steps, work + "/calibrate-" + name + "-" + std::to_string(k));
+      app.speed[static_cast<size_t>(k)] = c.samples_per_s;
+      launches.push_back(c.launch_s);
+      measured[std::to_string(k)] = c.samples_per_s;
+      planned[std::to_string(k)] = app.planned.speed[static_cast<size_t>(k)];
+      out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1) << c.samples_per_s
+          << " samples/s (planned " << app.planned.speed[static_cast<size_t>(k)] << "), launch " << std::setprecision(2) << c.launch_s << " s\n"
+          << std::defaultfloat << std::flush;
+    }
+    if (!launches.empty()) {
+      std::sort(launches.begin(), launches.end());
+      app.launch_s = launches[launches.size() / 2];
+    }
+    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"samples_per_s", measured},
+                       {"planned_samples_per_s", planned}, {"launch_s", app.launch_s},
+                       {"resize_s", resize_cost(app.planned.state_bytes, link)}, {"restart_s", restart_cost(app.planned.state_bytes, app.launch_s)}};
+  }
+  std::vector<cluster::LiveJob> jobs;
+  for (const cluster::WorkloadJob& row : w.jobs) {
+    const App& app = apps.at(row.application);
+    const cluster::Application& m = w.mapping.at(row.application);
+    const auto steps = static_cast<int64_t>(std::ceil(m.samples / static_cast<double>(m.batch)));
+    cluster::LiveJob j;
+    j.job = make_job(w, row, app.speed, resize_cost(app.planned.state_bytes, link), restart_cost(app.planned.state_bytes, app.launch_s), app.launch_s,
+                     a.gpus, kCluster);
+    j.job.work = static_cast<double>(steps * m.batch);
+    j.argv = run_argv(m, app.plan, steps, a.gpus);
+    j.batch = m.batch;
+    jobs.push_back(std::move(j));
+  }
+  std::vector<cluster::Job> sim_jobs;
+  for (const cluster::LiveJob& j : jobs) sim_jobs.push_back(j.job);
+
+  // Each policy: the simulator's prediction, then the live run.
+  nlohmann::ordered_json results = nlohmann::ordered_json::object();
+  std::vector<std::pair<cluster::Result, cluster::Result>> both;
+  for (const std::unique_ptr<cluster::Policy>& p : policies) {
+    const cluster::Result predicted = cluster::simulate(sim_jobs, a.gpus, *p);
+    out << "\n" << p->name() << ": " << jobs.size() << " jobs on " << a.gpus << " workers, predicted average JCT " << duration(predicted.avg_jct_s())
+        << "; live:\n" << std::flush;
+    cluster::LiveOptions lo;
+    lo.dir = work + "/" + p->name();
+    const cluster::Result live = cluster::run_live(jobs, a.gpus, *p, lo, out);
+    out << std::left << std::setw(24) << "  job" << std::right << std::setw(10) << "submit" << std::setw(14) << "JCT predicted" << std::setw(10) << "live"
+        << std::setw(10) << "resizes" << "\n";
+    for (size_t i = 0; i < live.jobs.size(); ++i) {
+      const cluster::JobResult &l = live.jobs[i], &s = predicted.jobs[i];
+      out << "  " << std::left << std::setw(22) << l.name << std::right << std::setw(10) << duration(l.submit_s) << std::setw(14) << duration(s.jct_s())
+          << std::setw(10) << duration(l.jct_s()) << std::setw(6) << s.resizes << " / " << l.resizes << "\n";
+    }
+    const double error = predicted.avg_jct_s() > 0 ? live.avg_jct_s() / predicted.avg_jct_s() - 1 : 0;
+    out << "  average JCT live " << duration(live.avg_jct_s()) << ", predicted " << duration(predicted.avg_jct_s()) << " (" << percent(error)
+        << "); makespan live " << duration(live.makespan_s) << ", predicted " << duration(predicted.makespan_s) << "\n"
+        << std::flush;
+    results[p->name()] = {{"predicted", policy_json(predicted)}, {"live", policy_json(live)}, {"avg_jct_error", error}};
+    both.emplace_back(predicted, live);
+  }
+  out << "\n";
+  table_header(out);
+  for (const auto& [predicted, live] : both) {
+    table_row(out, predicted.policy, predicted);
+    table_row(out, "  live", live);
+  }
+  out << "(predicted: the simulator with the speeds measured above; live: the jobs as they ran here)\n";
+  if (a.json) {
+    const nlohmann::ordered_json doc = {{"workload", a.workload}, {"gpus", a.gpus}, {"cluster", kCluster}, {"mapping", w.mapping_path},
+                                        {"applications", apps_json}, {"policies", results}};
+    if (*a.json == "-") {
+      out << doc.dump(1) << "\n";
+    } else {
+      std::ofstream f(*a.json);
+      f << doc.dump(1) << "\n";
+      if (!f) throw InputError("--json " + *a.json + ": cannot write");
+    }
+  }
+  if (scratch) scratch->keep = false;
+  return 0;
+}
+
+}  // namespace tensoropt::cli
