@@ -275,6 +275,8 @@ void add_schedule(CLI::App& app, Schedule& o) {
   c->add_option("--dir", o.args.dir, "Keep the plans, the jobs' control directories and logs in DIR (default: a temporary directory, removed)");
   c->add_option("--calibration-steps", o.args.calibration_steps, "Steps of each application's calibration run on each worker count")
       ->capture_default_str()->check(cli::integer(3));
+  c->add_option("--calibration-seconds", o.args.calibration_seconds, "A calibration run whose steps take under half of this is done again with this long of steps")
+      ->capture_default_str()->check(cli::number(0));
 }
 
 struct Profile {

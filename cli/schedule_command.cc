@@ -12,6 +12,7 @@
 #include <memory>
 #include <ostream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,7 @@
 #include "graph/error.h"
 #include "launcher/cluster/live.h"
 #include "launcher/cluster/policy.h"
+#include "launcher/elastic/control.h"
 #include "launcher/launch/spawn.h"
 #include "planner/parallel/cluster.h"
 
@@ -37,38 +39,58 @@ std::vector<std::string> run_argv(const cluster::Application& app, const std::st
           "--threads", "1", "--elastic", "--min-gpus", "1", "--max-gpus", std::to_string(gpus)};
 }
 
-// One application measured on k workers: samples per second, and the launch (wall time less steps).
+// One application measured on k workers: samples per second, and the launch.
 struct Measured {
   double samples_per_s = 0;
   double launch_s = 0;
 };
 
-Measured calibrate(const cluster::Application& app, const std::string& plan, int k, int gpus, int steps, const std::string& dir) {
-  const std::string control = dir + "/control", report = dir + "/report.json";
-  std::vector<std::string> argv = run_argv(app, plan, steps, gpus);
-  argv.insert(argv.end(), {"--gpus", std::to_string(k), "--control", control, "--report", report});
-  fs::create_directories(dir);
+// `copies` runs of `steps` steps side by side, each on k workers: their mean wall time and mean
+// step, a step being its status's median interval between steps (printing, status and the
+// elastic checks between steps count).
+std::pair<double, double> side_by_side(const cluster::Application& app, const std::string& plan, int k, int gpus, int copies, int64_t steps,
+                                       const std::string& dir) {
+  std::vector<pid_t> pids;
+  std::vector<std::string> controls;
   const auto t0 = std::chrono::steady_clock::now();
-  const pid_t pid = spawn_self(argv, dir + "/log");
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) throw InternalError("waitpid failed");
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw InternalError("calibrating " + app.model + " on " + std::to_string(k) + " workers: the run " + how_it_ended(status) + " (its log: " + dir + "/log)");
-  std::ifstream f(report);
-  const nlohmann::json r = nlohmann::json::parse(f);
-  std::vector<double> times;
-  double total = 0;
-  for (const auto& s : r.at("steps")) {
-    times.push_back(s.at("time_s").get<double>());
-    total += times.back();
+  for (int c = 0; c < copies; ++c) {
+    const std::string sub = dir + "/" + std::to_string(steps) + "-" + std::to_string(c);
+    fs::create_directories(sub);
+    std::vector<std::string> argv = run_argv(app, plan, steps, gpus);
+    argv.insert(argv.end(), {"--gpus", std::to_string(k), "--control", sub + "/control"});
+    pids.push_back(spawn_self(argv, sub + "/log"));
+    controls.push_back(sub);
   }
-  TO_CHECK(times.size() >= 2);
-  std::vector<double> after_first(times.begin() + 1, times.end());
-  std::nth_element(after_first.begin(), after_first.begin() + static_cast<std::ptrdiff_t>(after_first.size() / 2), after_first.end());
-  const double step = after_first[after_first.size() / 2];
-  return {static_cast<double>(app.batch) / step, std::max(0.0, wall - total)};
+  double wall = 0, step = 0;
+  std::string failed;
+  for (size_t c = 0; c < pids.size(); ++c) {
+    int status = 0;
+    while (waitpid(pids[c], &status, 0) < 0)
+      if (errno != EINTR) throw InternalError("waitpid failed");
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed = "the run " + how_it_ended(status) + " (its log: " + controls[c] + "/log)";
+      continue;
+    }
+    step += control::read_status(controls[c] + "/control").value("measured_step_s", 0.0);
+  }
+  if (!failed.empty()) throw InternalError("calibrating " + app.model + " on " + std::to_string(k) + " workers: " + failed);
+  return {wall / copies, step / copies};
+}
+
+// Measured with the cluster full: as many copies side by side as k workers fit G times (the
+// machine's cores are shared as they are while jobs run together). A run too short to time (its
+// steps under half of `seconds`) is done again with about `seconds` of steps. The launch is the
+// wall time less the steps.
+Measured calibrate(const cluster::Application& app, const std::string& plan, int k, int gpus, int64_t steps, double seconds, const std::string& dir) {
+  const int copies = std::max(1, gpus / k);
+  auto [wall, step] = side_by_side(app, plan, k, gpus, copies, steps, dir);
+  if (step <= 0) throw InternalError("calibrating " + app.model + " on " + std::to_string(k) + " workers: no step time in its status");
+  if (static_cast<double>(steps) * step < seconds / 2) {
+    steps = static_cast<int64_t>(std::ceil(seconds / step));
+    std::tie(wall, step) = side_by_side(app, plan, k, gpus, copies, steps, dir);
+  }
+  return {static_cast<double>(app.batch) / step, std::max(0.0, wall - static_cast<double>(steps) * step)};
 }
 
 std::string percent(double x) {
@@ -83,6 +105,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   // Everything checked before anything runs.
   if (a.gpus < 1) throw InputError("--gpus " + std::to_string(a.gpus) + ": at least 1");
   if (a.calibration_steps < 3) throw InputError("--calibration-steps " + std::to_string(a.calibration_steps) + ": at least 3");
+  if (!(a.calibration_seconds > 0)) throw InputError("--calibration-seconds: more than 0");
   std::vector<std::unique_ptr<cluster::Policy>> policies = make_policies(a.policies);
   const Workload w = load_workload(a.workload, a.mapping);
   if (a.json && *a.json != "-" && !std::ofstream(*a.json, std::ios::app)) throw InputError("--json: cannot write '" + *a.json + "'");
@@ -122,7 +145,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     nlohmann::ordered_json measured = nlohmann::ordered_json::object(), planned = nlohmann::ordered_json::object();
     for (int k = 1; k <= a.gpus; ++k) {
       if (app.planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
-      const Measured c = calibrate(m, app.plan, k, a.gpus, a.calibration_steps, work + "/calibrate-" + name + "-" + std::to_string(k));
+      const Measured c = calibrate(m, app.plan, k, a.gpus, a.calibration_steps, a.calibration_seconds, work + "/calibrate-" + name + "-" + std::to_string(k));
       app.speed[static_cast<size_t>(k)] = c.samples_per_s;
       launches.push_back(c.launch_s);
       measured[std::to_string(k)] = c.samples_per_s;

@@ -5,12 +5,15 @@
 // the simulator (launcher/cluster/engine.h) predicts for the same jobs and policy.
 //
 // Before any job runs, each application is planned on the `cpu` cluster for 1..G workers (the
-// plan its jobs run with, `run --plan`), then calibrated: run on each count it fits for
-// --calibration-steps steps, exactly as its jobs will run. Its speed at k workers is the global
-// batch over the median step after the first; its launch cost is the run's wall time less its
-// steps. The simulation and the policies use these measured speeds (the plan's are printed beside
-// them); a resize costs its measured floor plus the state over the cpu cluster's link, a restart
-// the launch plus the checkpoint's write and read (cluster_jobs.h). A job trains
+// plan its jobs run with, `run --plan`), then calibrated: run on each count k it fits for
+// --calibration-steps steps (--calibration-seconds of steps when those take under half of it),
+// exactly as its jobs run, G / k copies side by side so that the machine is as busy as a full
+// cluster. A step
+// costs the median interval between steps (its status's measured_step_s: what passes between
+// steps counts too), the speed is the global batch over that, the launch is the run's wall time
+// less its steps. The simulation and the policies use these measured speeds (the plan's are
+// printed beside them); a resize costs its measured floor plus the state over the cpu cluster's
+// link, a restart the launch plus the checkpoint's write and read (cluster_jobs.h). A job trains
 // ceil(samples / batch) steps of its application's mapping.
 //
 // Errors: InputError, one line, before anything runs: the workload's and mapping's as `simulate`
@@ -32,6 +35,7 @@ struct ScheduleArgs {
   std::optional<std::string> json;      // file, or "-" for stdout
   std::optional<std::string> dir;       // where the jobs' directories and logs stay (default: removed at the end)
   int calibration_steps = 30;
+  double calibration_seconds = 2;       // a calibration run's steps take at least half of this
 };
 int run_schedule(const ScheduleArgs& args, std::ostream& out, std::ostream& err);
 

@@ -8,6 +8,16 @@
 // policies give it); batch_size: the job's global batch (kept for the record: a job's speed comes
 // from its application's model and batch in the mapping).
 //
+// Or a Philly trace (the same repository's simulator/traces/philly.csv, Microsoft's Philly cluster,
+// 2017), a job per row, derived as Pollux's workload generator derives its workloads from it:
+//   timestamp,duration,num_gpus,gpu_time,cluster
+//   2017-10-09 06:13:03,2951.0,1,2951.0,6214e9
+// rows of under a minute or of 1,000 GPU-hours and more are left out; the submit time is the
+// timestamp less the earliest kept; the GPUs asked for are num_gpus; the application comes from
+// the GPU time (gpu_time, seconds): under an hour cifar10 (even rows) or ncf (odd rows), under 10
+// hours deepspeech2 or bert (likewise), under 100 yolov3, else imagenet (Pollux draws between the
+// pairs at random). Its name is the application and the row; it has no batch (0).
+//
 // A mapping is JSON: {"applications": {"cifar10": {"model": "resnet18.onnx", "batch": 128,
 // "samples": 5000000, "note": "..."}, ...}}: per application the ONNX model (relative paths from
 // the mapping file's directory), the global batch it is planned at, and the work of one job in
@@ -31,7 +41,7 @@ struct WorkloadJob {
   double submit_s = 0;
   std::string application;
   int replicas = 1;
-  int64_t batch = 0;
+  int64_t batch = 0;  // 0 where the workload has none (a Philly trace)
   int row = 0;  // the file's line number (the header is line 1)
 };
 
