@@ -65,8 +65,10 @@ std::vector<int> planned_counts(int gpus) {
   return c;
 }
 
-Speeds plan_speeds(const cluster::Application& app, int gpus, const std::string& cluster, const std::string& plan_json, std::ostream& err) {
+Speeds plan_speeds(const cluster::Application& app, int gpus, const std::string& cluster, const std::string& plan_json, std::ostream& err,
+                   const std::optional<std::string>& profile) {
   PlanArgs p;
+  p.profile = profile;
   p.model = app.model;
   std::string counts;
   for (int k : planned_counts(gpus)) counts.append(counts.empty() ? "" : ",").append(std::to_string(k));

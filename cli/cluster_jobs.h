@@ -42,7 +42,7 @@ std::vector<std::unique_ptr<cluster::Policy>> make_policies(const std::string& n
 std::vector<int> planned_counts(int gpus);
 
 // One application planned at its mapped batch on `cluster` at planned_counts(gpus), the plan
-// written to `plan_json` (run --plan takes it): speed[k], k = 0..gpus, the samples per second of
+// written to `plan_json` (run --plan takes it), priced with `profile` where given: speed[k], k = 0..gpus, the samples per second of
 // the chosen point for the largest planned count <= k (0 where none fits); planned[k] per planned
 // count; the model state's bytes (weights and Adam's two slots, fp32).
 struct Speeds {
@@ -50,7 +50,8 @@ struct Speeds {
   std::map<int, double> planned;
   double state_bytes = 0;
 };
-Speeds plan_speeds(const cluster::Application& app, int gpus, const std::string& cluster, const std::string& plan_json, std::ostream& err);
+Speeds plan_speeds(const cluster::Application& app, int gpus, const std::string& cluster, const std::string& plan_json, std::ostream& err,
+                   const std::optional<std::string>& profile = std::nullopt);
 
 // The engine's job for a workload row: its application's work, these speeds, and the costs of
 // changing its size.

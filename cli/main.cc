@@ -258,6 +258,9 @@ void add_simulate(CLI::App& app, Simulate& o) {
   c->add_option("--mapping", o.args.mapping, "Which model and batch stand for each application, and each job's samples (default: models/pollux.json)");
   c->add_option("--json", o.args.json, "Write the results as JSON to FILE (- for stdout)");
   c->add_option("--plot", o.args.plot, "Write the distribution of job completion times per policy as an SVG to FILE");
+  c->add_option("--profile", o.args.profile, "A profile database (tensoropt profile) the plans price measured costs from");
+  c->add_option("--resizes", o.args.resizes, "How elastic policies change a running job's count: elastic (in place, a resize's pause) or restart (a stop-resume each time)")
+      ->capture_default_str();
 }
 
 struct Schedule {

@@ -11,7 +11,9 @@
 // a resize (elastic policies) pauses it for 5 ms, our measured floor, plus its state (weights and
 // Adam's two slots, float32) over one inter-node link; a stop-resume (a preemption, or any change
 // under a non-elastic policy) for 0.15 s, our measured start, plus writing and reading that state
-// at 1 GB/s.
+// at 1 GB/s. With --resizes restart an elastic policy's every change is a stop-resume too: the
+// world without in-place resizing, for comparison. --profile DB: the plans price what the
+// database measured (plan --profile).
 //
 // Errors: InputError, one line, before any planning: a bad workload or mapping (file and line),
 // an unknown application or policy, --gpus < 1; after planning, a job whose application fits no
@@ -32,6 +34,8 @@ struct SimulateArgs {
   std::optional<std::string> mapping;   // default: models/pollux.json beside the binary's tree
   std::optional<std::string> json;      // file, or "-" for stdout
   std::optional<std::string> plot;      // an SVG of the completion times' distribution per policy (cdf_svg.h)
+  std::optional<std::string> profile;   // a profile database the plans take measured costs from
+  std::string resizes = "elastic";      // how elastic policies change a running job: "elastic" or "restart"
 };
 int run_simulate(const SimulateArgs& args, std::ostream& out, std::ostream& err);
 

@@ -70,6 +70,32 @@ TEST_CASE("simulate: Pollux's first workload under every policy, a table and JSO
   }
 }
 
+TEST_CASE("simulate: with --resizes restart the elastic policies pay a stop-resume for every change") {
+  TempDir dir;
+  const std::string base = "simulate " + kWorkload + " --gpus 4 --cluster cpu --policy frontier --mapping " + mapping(dir) + " --json ";
+  const CliResult elastic = run_cli(base + dir.path + "/e.json"), restart = run_cli(base + dir.path + "/r.json --resizes restart");
+  REQUIRE_MESSAGE(elastic.code == 0, elastic.err);
+  REQUIRE_MESSAGE(restart.code == 0, restart.err);
+  CHECK(restart.out.find("every resize a stop-resume") != std::string::npos);
+  const nlohmann::json e = nlohmann::json::parse(slurp(dir.path + "/e.json")), r = nlohmann::json::parse(slurp(dir.path + "/r.json"));
+  CHECK(e.at("resizes") == "elastic");
+  CHECK(r.at("resizes") == "restart");
+  const nlohmann::json &fe = e["policies"]["frontier"], &fr = r["policies"]["frontier"];
+  REQUIRE(fe.at("resizes").get<int>() > 0);
+  REQUIRE(fr.at("resizes").get<int>() > 0);
+  // Each change costs at least the shortest stop-resume there, more than any in-place resize.
+  double least_restart = 1e30, most_resize = 0;
+  for (const auto& [app, a] : e.at("applications").items()) {
+    least_restart = std::min(least_restart, a.at("restart_s").get<double>());
+    most_resize = std::max(most_resize, a.at("resize_s").get<double>());
+  }
+  CHECK(fr.at("resize_paused_s").get<double>() >= fr.at("resizes").get<int>() * least_restart * (1 - 1e-9));
+  CHECK(fe.at("resize_paused_s").get<double>() <= fe.at("resizes").get<int>() * most_resize * (1 + 1e-9));
+  const CliResult bad = run_cli(base + dir.path + "/b.json --resizes never");
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("--resizes never: expected elastic or restart") != std::string::npos);
+}
+
 TEST_CASE("simulate: a bad workload, application, policy or a job that fits nowhere is one line and exit 2") {
   TempDir dir;
   const std::string map = mapping(dir);
