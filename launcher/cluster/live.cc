@@ -107,7 +107,7 @@ Result run_live(const std::vector<LiveJob>& jobs, int gpus, Policy& policy, cons
     std::vector<std::string> argv = a.spec->argv;
     argv.insert(argv.end(), {"--gpus", std::to_string(k), "--control", a.dir});
     if (a.resume_done > 0) argv.insert(argv.end(), {"--resume", a.dir + ".resume/checkpoint.onnx"});
-    a.pid = spawn_self(argv, a.dir + ".log");
+    a.pid = spawn_logged(argv, a.dir + ".log");
     a.asked = k;
     log << at(t) << (a.view.started ? "restart  " : "start    ") << a.view.job->name << " on " << k << " GPU" << (k == 1 ? "" : "s")
         << (a.view.started ? (a.resume_done > 0 ? " from its checkpoint" : " from the start") : "") << "\n"

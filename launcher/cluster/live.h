@@ -36,7 +36,7 @@ namespace tensoropt::cluster {
 
 struct LiveJob {
   Job job;                        // what the policy sees: submit time, work, speeds, costs
-  std::vector<std::string> argv;  // this binary's `run MODEL ... --elastic --steps S` (argv[0] included)
+  std::vector<std::string> argv;  // `tensoropt run MODEL ... --elastic --steps S`, argv[0] the binary's path
   int64_t batch = 0;              // samples a step trains
 };
 

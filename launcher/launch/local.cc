@@ -38,12 +38,13 @@ void die_with(pid_t parent) {
   if (getppid() != parent) _exit(1);
 }
 
-// In a forked child: this same binary with `argv`; never returns (exit 127 when exec fails).
-[[noreturn]] void exec_self(const std::vector<std::string>& argv) {
+// In a forked child: the program `path` (by default this same binary) with `argv`; never returns
+// (exit 127 when exec fails).
+[[noreturn]] void exec_self(const std::vector<std::string>& argv, const char* path = "/proc/self/exe") {
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
-  execv("/proc/self/exe", args.data());
+  execv(path, args.data());
   _exit(127);
 }
 
@@ -63,9 +64,9 @@ void remove_stale_run_dirs() {
   }
 }
 
-// Forks this binary with argv, dying with this process; its stdout (and stderr with `both`) to
-// `log`, truncated or appended.
-pid_t fork_self(const std::vector<std::string>& argv, const std::string& log, bool both, bool append) {
+// Forks this binary (or the program argv[0] with `program`) with argv, dying with this process;
+// its stdout (and stderr with `both`) to `log`, truncated or appended.
+pid_t fork_self(const std::vector<std::string>& argv, const std::string& log, bool both, bool append, bool program = false) {
   const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
@@ -76,6 +77,7 @@ pid_t fork_self(const std::vector<std::string>& argv, const std::string& log, bo
       dup2(fd, STDOUT_FILENO);
       if (both) dup2(fd, STDERR_FILENO);
     }
+    if (program) exec_self(argv, argv.at(0).c_str());
     exec_self(argv);
   }
   return pid;
@@ -94,7 +96,7 @@ int run_to_end(const std::vector<std::string>& argv, const std::string& log) {
 
 }  // namespace
 
-pid_t spawn_self(const std::vector<std::string>& argv, const std::string& log) { return fork_self(argv, log, true, true); }
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log) { return fork_self(argv, log, true, true, true); }
 
 namespace {
 

@@ -21,10 +21,10 @@ namespace tensoropt {
 // only while it is rank 0.
 pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart = false);
 
-// Forks this same binary with `argv` (argv[0] included), its stdout and stderr appended to `log`;
-// it dies with this process (SIGKILL, whatever ends this one). Returns its pid. (The live
-// scheduler's jobs, launcher/cluster/live.h.)
-pid_t spawn_self(const std::vector<std::string>& argv, const std::string& log);
+// Forks the program at the path argv[0] with `argv`, its stdout and stderr appended to `log`; it
+// dies with this process (SIGKILL, whatever ends this one). Returns its pid (exit 127 when the
+// program cannot run). (The live scheduler's jobs, launcher/cluster/live.h.)
+pid_t spawn_logged(const std::vector<std::string>& argv, const std::string& log);
 
 // "exited with code 3", "killed by signal 9 (Killed)".
 std::string how_it_ended(int status);

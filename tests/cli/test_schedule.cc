@@ -19,12 +19,12 @@ const std::string kFix = std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/";
 
 bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Two applications: the residual block fixture at batch 512 (20 steps; 2 workers train it faster
+// Two applications: the residual block fixture at batch 512 (12 steps; 2 workers train it faster
 // than 1 here), the MLP fixture at batch 8 (400 steps; 2 workers are slower than 1).
 std::string mapping(const TempDir& dir) {
   const std::string path = dir.path + "/map.json";
   std::ofstream(path) << R"({"applications": {
-    "res": {"model": ")" << kFix << R"(runtime/resblock.onnx", "batch": 512, "samples": 10240},
+    "res": {"model": ")" << kFix << R"(runtime/resblock.onnx", "batch": 512, "samples": 6144},
     "mlp": {"model": ")" << kFix << R"(runtime/mlp.onnx", "batch": 8, "samples": 3200}}})";
   return path;
 }
@@ -57,6 +57,7 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
     const nlohmann::json &live = p.at("live"), &predicted = p.at("predicted");
     REQUIRE(live.at("jobs").size() == 3);
     REQUIRE(predicted.at("jobs").size() == 3);
+    CHECK(p.at("predicted_from_plans").at("jobs").size() == 3);
     for (size_t i = 0; i < 3; ++i) {
       CAPTURE(i);
       const nlohmann::json& job = live["jobs"][i];
@@ -68,7 +69,7 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
       const nlohmann::json st = nlohmann::json::parse(slurp(work + "/" + policy + "/job-" + std::to_string(i) + "/status.json"));
       CHECK(st.at("finished") == true);
       CHECK(st.at("step") == st.at("steps"));
-      CHECK(st.at("steps") == (job.at("name").get<std::string>().rfind("res", 0) == 0 ? 20 : 400));
+      CHECK(st.at("steps") == (job.at("name").get<std::string>().rfind("res", 0) == 0 ? 12 : 400));
       CHECK(job.at("resizes") == st.at("resizes").size());
     }
     CHECK(live.at("avg_jct_s").get<double>() > 0);
