@@ -136,6 +136,16 @@ nlohmann::ordered_json policy_json(const cluster::Result& r) {
           {"jobs", jobs}};
 }
 
+void write_json(const std::string& file, const nlohmann::ordered_json& doc, std::ostream& out) {
+  if (file == "-") {
+    out << doc.dump(1) << "\n";
+    return;
+  }
+  std::ofstream f(file);
+  f << doc.dump(1) << "\n";
+  if (!f) throw InputError("--json " + file + ": cannot write");
+}
+
 void table_header(std::ostream& out) {
   out << std::left << std::setw(10) << "policy" << std::right << std::setw(12) << "avg JCT" << std::setw(12) << "median" << std::setw(12) << "p99"
       << std::setw(12) << "makespan" << std::setw(8) << "util" << std::setw(11) << "GPU-hours" << std::setw(9) << "resizes" << std::setw(13)

@@ -73,6 +73,9 @@ std::string duration(double seconds);
 // "gpu_hours", "resizes", "resize_paused_s", "jobs": [...]}.
 nlohmann::ordered_json policy_json(const cluster::Result& r);
 
+// --json FILE: `doc` written to FILE, or to `out` when FILE is "-"; InputError when it cannot be.
+void write_json(const std::string& file, const nlohmann::ordered_json& doc, std::ostream& out);
+
 // The table's header and one policy's row.
 void table_header(std::ostream& out);
 void table_row(std::ostream& out, const std::string& label, const cluster::Result& r);

@@ -223,13 +223,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   if (a.json) {
     const nlohmann::ordered_json doc = {{"workload", a.workload}, {"gpus", a.gpus}, {"cluster", kCluster}, {"mapping", w.mapping_path},
                                         {"applications", apps_json}, {"policies", results}};
-    if (*a.json == "-") {
-      out << doc.dump(1) << "\n";
-    } else {
-      std::ofstream f(*a.json);
-      f << doc.dump(1) << "\n";
-      if (!f) throw InputError("--json " + *a.json + ": cannot write");
-    }
+    write_json(*a.json, doc, out);
   }
   if (scratch) scratch->keep = false;
   return 0;

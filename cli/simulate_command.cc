@@ -67,13 +67,7 @@ int run_simulate(const SimulateArgs& a, std::ostream& out, std::ostream& err) {
   if (a.json) {
     const nlohmann::ordered_json doc = {{"workload", a.workload}, {"gpus", a.gpus}, {"cluster", a.cluster}, {"mapping", w.mapping_path},
                                         {"resizes", a.resizes}, {"applications", apps}, {"policies", results}};
-    if (*a.json == "-") {
-      out << doc.dump(1) << "\n";
-    } else {
-      std::ofstream f(*a.json);
-      f << doc.dump(1) << "\n";
-      if (!f) throw InputError("--json " + *a.json + ": cannot write");
-    }
+    write_json(*a.json, doc, out);
   }
   return 0;
 }
