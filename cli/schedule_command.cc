@@ -79,12 +79,12 @@ std::pair<double, double> side_by_side(const cluster::Application& app, const st
   return {wall / copies, step / copies};
 }
 
-// Measured with the cluster full: as many copies side by side as k workers fit G times (the
-// machine's cores are shared as they are while jobs run together). A run too short to time (its
-// steps under half of `seconds`) is done again with about `seconds` of steps. The launch is the
-// wall time less the steps.
-Measured calibrate(const cluster::Application& app, const std::string& plan, int k, int gpus, int64_t steps, double seconds, const std::string& dir) {
-  const int copies = std::max(1, gpus / k);
+// `copies` runs side by side on k workers each: with G / k copies the cluster is full (the
+// machine's cores are shared as they are while jobs run together), with one the job is alone. A
+// run too short to time (its steps under half of `seconds`) is done again with about `seconds` of
+// steps. The launch is the wall time less the steps.
+Measured calibrate(const cluster::Application& app, const std::string& plan, int k, int gpus, int copies, int64_t steps, double seconds,
+                   const std::string& dir) {
   auto [wall, step] = side_by_side(app, plan, k, gpus, copies, steps, dir);
   if (step <= 0) throw InternalError("calibrating " + app.model + " on " + std::to_string(k) + " workers: no step time in its status");
   if (static_cast<double>(steps) * step < seconds / 2) {
@@ -130,7 +130,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   struct App {
     std::string plan;
     Speeds planned;
-    std::vector<double> speed;
+    std::vector<double> speed, speed_alone;
     double launch_s = 0;
   };
   std::map<std::string, App> apps;
@@ -142,24 +142,34 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     out << "planning " << name << ": " << m.model << " at batch " << m.batch << " on 1.." << a.gpus << " CPU workers\n" << std::flush;
     app.planned = plan_speeds(m, a.gpus, kCluster, app.plan, err);
     app.speed.assign(static_cast<size_t>(a.gpus) + 1, 0);
+    app.speed_alone = app.speed;
     std::vector<double> launches;
-    nlohmann::ordered_json measured = nlohmann::ordered_json::object(), planned = nlohmann::ordered_json::object();
+    nlohmann::ordered_json measured = nlohmann::ordered_json::object(), alone = nlohmann::ordered_json::object(),
+                           planned = nlohmann::ordered_json::object();
     for (int k = 1; k <= a.gpus; ++k) {
       if (app.planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
-      const Measured c = calibrate(m, app.plan, k, a.gpus, a.calibration_steps, a.calibration_seconds, work + "/calibrate-" + name + "-" + std::to_string(k));
-      app.speed[static_cast<size_t>(k)] = c.samples_per_s;
-      launches.push_back(c.launch_s);
-      measured[std::to_string(k)] = c.samples_per_s;
+      const std::string dir = work + "/calibrate-" + name + "-" + std::to_string(k);
+      const int copies = std::max(1, a.gpus / k);
+      const Measured full = calibrate(m, app.plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, dir + "-full");
+      const Measured single = copies > 1 ? calibrate(m, app.plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, dir + "-alone") : full;
+      app.speed[static_cast<size_t>(k)] = full.samples_per_s;
+      app.speed_alone[static_cast<size_t>(k)] = single.samples_per_s;
+      launches.push_back(full.launch_s);
+      if (copies > 1) launches.push_back(single.launch_s);
+      measured[std::to_string(k)] = full.samples_per_s;
+      alone[std::to_string(k)] = single.samples_per_s;
       planned[std::to_string(k)] = app.planned.speed[static_cast<size_t>(k)];
-      out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1) << c.samples_per_s
-          << " samples/s (planned " << app.planned.speed[static_cast<size_t>(k)] << "), launch " << std::setprecision(2) << c.launch_s << " s\n"
+      out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1) << full.samples_per_s
+          << " samples/s with every worker busy";
+      if (copies > 1) out << ", " << single.samples_per_s << " alone";
+      out << " (planned " << app.planned.speed[static_cast<size_t>(k)] << "), launch " << std::setprecision(2) << full.launch_s << " s\n"
           << std::defaultfloat << std::flush;
     }
     if (!launches.empty()) {
       std::sort(launches.begin(), launches.end());
       app.launch_s = launches[launches.size() / 2];
     }
-    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"samples_per_s", measured},
+    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"samples_per_s", measured}, {"samples_per_s_alone", alone},
                        {"planned_samples_per_s", planned}, {"launch_s", app.launch_s},
                        {"resize_s", resize_cost(app.planned.state_bytes, link)}, {"restart_s", restart_cost(app.planned.state_bytes, app.launch_s)}};
   }
@@ -172,6 +182,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     j.job = make_job(w, row, app.speed, resize_cost(app.planned.state_bytes, link), restart_cost(app.planned.state_bytes, app.launch_s), app.launch_s,
                      a.gpus, kCluster);
     j.job.work = static_cast<double>(steps * m.batch);
+    j.job.speed_alone = app.speed_alone;
     j.argv = run_argv(m, app.plan, steps, a.gpus);
     j.batch = m.batch;
     jobs.push_back(std::move(j));
@@ -183,6 +194,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     sim_jobs.push_back(jobs[i].job);
     plan_jobs.push_back(jobs[i].job);
     plan_jobs.back().speed = apps.at(w.jobs[i].application).planned.speed;
+    plan_jobs.back().speed_alone.clear();
   }
 
   // Each policy: the simulator's prediction, then the live run.

@@ -81,6 +81,14 @@ int next_faster(const Job& j, int k) {
   return 0;
 }
 
+double speed_at(const Job& j, int k, int busy, int gpus) {
+  const double full = j.speed[static_cast<size_t>(k)];
+  if (j.speed_alone.empty() || k >= gpus) return full;
+  const double alone = j.speed_alone[static_cast<size_t>(k)];
+  const double f = std::clamp(static_cast<double>(busy - k) / (gpus - k), 0.0, 1.0);
+  return alone + (full - alone) * f;
+}
+
 void check_decision(const Decision& d, const std::vector<JobView>& active, int gpus, const std::string& policy) {
   if (d.gpus.size() != active.size()) throw InternalError("policy " + policy + ": " + std::to_string(d.gpus.size()) + " counts for " + std::to_string(active.size()) + " jobs");
   int used = 0;
@@ -103,6 +111,7 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a].submit_s < jobs[b].submit_s; });
   for (const Job& j : jobs) {
     TO_CHECK(static_cast<int>(j.speed.size()) == gpus + 1 && j.work > 0);
+    TO_CHECK(j.speed_alone.empty() || j.speed_alone.size() == j.speed.size());
     TO_CHECK(fitting_at_least(j, 1) > 0);
   }
   r.jobs.resize(jobs.size());
@@ -157,18 +166,20 @@ Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy) {
       l.view.gpus = k;
     }
     decide_at = d.next_s > now ? d.next_s : kInf;
+    int busy = 0;
+    for (const Live& l : active) busy += l.view.gpus;
     // The next event: an arrival, a completion, or the policy's own time.
     double next = decide_at;
     if (next_arrival < order.size()) next = std::min(next, jobs[order[next_arrival]].submit_s);
     for (const Live& l : active) {
       if (l.view.gpus == 0) continue;
-      const double speed = l.view.job->speed[static_cast<size_t>(l.view.gpus)];
+      const double speed = speed_at(*l.view.job, l.view.gpus, busy, gpus);
       next = std::min(next, std::max(now, l.pause_until) + (l.view.job->work - l.view.done) / speed);
     }
     if (next == kInf) throw InternalError("policy " + r.policy + " runs none of " + std::to_string(active.size()) + " waiting jobs on " + std::to_string(gpus) + " GPUs, and no event is to come");
     for (Live& l : active) {
       if (l.view.gpus == 0) continue;
-      const double speed = l.view.job->speed[static_cast<size_t>(l.view.gpus)];
+      const double speed = speed_at(*l.view.job, l.view.gpus, busy, gpus);
       const double from = std::max(now, l.pause_until);
       if (next > from) l.view.done += speed * (next - from);
       l.view.attained_gpu_s += l.view.gpus * (next - now);

@@ -14,6 +14,13 @@
 // each running job progresses at its speed; the next event is the earliest arrival, completion,
 // or decision time a policy asked for, so completions fall exactly where the speeds put them.
 //
+// Load. Where jobs slow each other down (CPU workers on one machine share its memory bandwidth:
+// `tensoropt schedule`), a job also has its speeds alone (Job::speed_alone, measured with the
+// rest of the cluster idle), and Job::speed is then its speed with the cluster full. Between
+// events a job on k of G GPUs, with `busy` GPUs held by all jobs, runs at
+// alone + (full - alone) * (busy - k) / (G - k), the line between the two measurements (exact at
+// both; on G = 2 the only two loads a job on 1 GPU sees). Policies decide on Job::speed.
+//
 // Errors: InternalError for a policy's bad decision (more GPUs than the cluster has, a count a job
 // does not fit, a wrong number of entries) or one that leaves every active job waiting with no
 // event to come. Pure; thread-safe for distinct policies.
@@ -31,6 +38,7 @@ struct Job {
   double work = 0;            // samples to train; > 0
   int requested = 1;          // the GPUs the workload asked for (what non-elastic policies give)
   std::vector<double> speed;  // speed[k], k = 0..G: samples per second on k GPUs; 0 where it does not fit
+  std::vector<double> speed_alone;  // empty, or as speed, with the rest of the cluster idle (see Load)
   double launch_s = 0;        // the pause its first start costs (process start, import, load)
   double resize_s = 0;        // the pause an elastic resize costs it
   double restart_s = 0;       // what stopping and resuming it costs (a preemption, a non-elastic change)
@@ -86,7 +94,11 @@ struct Result {
 // has the wrong number of counts, gives a job a count it does not fit, or more GPUs than there are.
 void check_decision(const Decision& d, const std::vector<JobView>& active, int gpus, const std::string& policy);
 
-// REQUIRES: every job fits some k <= gpus (speed[k] > 0); speed has gpus + 1 entries.
+// Job j's speed on k GPUs of `gpus` while `busy` GPUs are held in all (see Load). REQUIRES: k <= busy.
+double speed_at(const Job& j, int k, int busy, int gpus);
+
+// REQUIRES: every job fits some k <= gpus (speed[k] > 0); speed has gpus + 1 entries, and
+// speed_alone none or as many.
 Result simulate(const std::vector<Job>& jobs, int gpus, Policy& policy);
 
 // The smallest count >= k (and <= the cluster) a job fits, else 0.

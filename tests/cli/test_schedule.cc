@@ -49,6 +49,10 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
   CHECK(j.at("gpus") == 2);
   const nlohmann::json& res = j.at("applications").at("res");
   CHECK(res.at("samples_per_s").at("1").get<double>() > 0);
+  // One worker of two is measured alone too; two workers fill the machine, so alone is full.
+  CHECK(res.at("samples_per_s_alone").at("1").get<double>() > 0);
+  CHECK(res.at("samples_per_s_alone").at("2") == res.at("samples_per_s").at("2"));
+  CHECK(has(r.out, " alone (planned "));
   CHECK(res.at("planned_samples_per_s").at("1").get<double>() > 0);
   REQUIRE(j.at("policies").size() == 2);
   for (const char* policy : {"fifo", "frontier"}) {

@@ -81,6 +81,32 @@ TEST_CASE("cluster: a job's launch pauses its first start, not its restarts, and
   CHECK(r.jobs[1].finish_s == doctest::Approx(14));
 }
 
+TEST_CASE("cluster: a job that runs slower beside others speeds up when it is alone (Job::speed_alone)") {
+  // A (150 samples) at 0 s and B (150) at 5 s ask for 1 GPU each of 2: 20 samples/s alone, 10
+  // with the other GPU busy. A trains 100 samples alone by 5 s, then both run at 10/s: A's last 50
+  // take 5 s (done at 10 s), while B trains 50; alone again, B's last 100 take 5 s: done at 15 s.
+  std::vector<Job> jobs = {job("a", 0, 150, 1, 2, 0, 10), job("b", 5, 150, 1, 2, 0, 10)};
+  for (Job& j : jobs) j.speed_alone = {0, 20, 10};
+  Result r = run("fifo", jobs, 2);
+  CHECK(r.jobs[0].finish_s == doctest::Approx(10));
+  CHECK(r.jobs[1].finish_s == doctest::Approx(15));
+  CHECK(r.avg_jct_s() == doctest::Approx(10));
+  // Without the speeds alone, both run at 10/s throughout: A is done at 15 s, B at 20 s.
+  for (Job& j : jobs) j.speed_alone.clear();
+  r = run("fifo", jobs, 2);
+  CHECK(r.jobs[0].finish_s == doctest::Approx(15));
+  CHECK(r.jobs[1].finish_s == doctest::Approx(20));
+  // Between the loads, the line between the two: 1 GPU of 4 with 2 busy is a third of the way
+  // from alone (20) to full (10); a job on every GPU runs at its one speed.
+  Job four = job("c", 0, 100, 1, 4, 10);
+  four.speed_alone = {0, 20, 30, 35, 40};
+  CHECK(speed_at(four, 1, 1, 4) == doctest::Approx(20));
+  CHECK(speed_at(four, 1, 2, 4) == doctest::Approx(20 - 10.0 / 3));
+  CHECK(speed_at(four, 1, 4, 4) == doctest::Approx(10));
+  CHECK(speed_at(four, 2, 3, 4) == doctest::Approx(25));
+  CHECK(speed_at(four, 4, 4, 4) == doctest::Approx(40));  // speed[4]: the cluster is full
+}
+
 TEST_CASE("cluster: fifo's head of the queue blocks the jobs behind it, tiresias skips to one that fits") {
   // 4 GPUs. a (t 0) asks 3 GPUs for 30 samples at 10/s per GPU: 1 s. b (t 0.1) asks 2 for 20: it
   // waits for a, runs 1 to 2. c (t 0.2) asks 1 for 10: under fifo it waits behind b although a
