@@ -186,6 +186,7 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     std::unique_ptr<runtime::ShardedExecutor> ex;
     std::unique_ptr<runtime::Optimizer> optimizer;
     int next = 0;  // the workers of the next generation, at a go-ahead
+    int64_t generation_from = 0;  // the step this generation's executor started from
     std::string why;  // what broke the generation
     try {
       retire();
@@ -253,6 +254,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       shards.reset();
       shards_ready = false;
       optimizer->set_steps(steps_done);
+      generation_from = steps_done;
+      ex->keep_step_start(true);
       backend.allocator().reset_peaks();
       if (lead) {
         if (entry == Entry::Start) out << model_line(s, g.batch, bf16);
@@ -422,6 +425,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
     // this group was whole. This worker keeps the whole state it holds: handed over already, or
     // its replica (data parallelism keeps one per worker); the group is closed (which ends its
     // peers' waits on this worker), and the launcher names the next one (regroup.json).
+    // A step this worker began and did not complete moved the running statistics only.
+    if (ex && optimizer && ex->steps_begun() > optimizer->steps() - generation_from) ex->rewind_buffers();
     if (whole.empty() && ex) {
       state.clear();
       if (std::optional<std::map<int, Array>> mine = ex->local_whole(*optimizer, state)) {

@@ -42,6 +42,12 @@ ShardedExecutor::ShardedExecutor(const Graph& g, Backend& backend, std::map<int,
     }
   }
   if (g_.outputs.empty()) throw InputError(g_.source_path + ": the graph has no outputs");
+  for (size_t i = 0; i < g_.nodes.size(); ++i)
+    for (const auto& [o, q] : kernels_[i]->state_updates) {
+      const int t = q >= 0 && q < static_cast<int>(g_.nodes[i].inputs.size()) ? g_.nodes[i].inputs[static_cast<size_t>(q)] : -1;
+      if (t >= 0 && state_.count(t) && std::find(updated_buffers_.begin(), updated_buffers_.end(), t) == updated_buffers_.end())
+        updated_buffers_.push_back(t);
+    }
   setup_optimizer_weights();
   setup_buckets();
   const std::vector<int> coord = sh_.where.mesh->coords(sh_.where.rank);
@@ -251,6 +257,16 @@ double ShardedExecutor::train_step(std::vector<Array> inputs, Array target, cons
 }
 
 void ShardedExecutor::begin_step() {
+  ++steps_begun_;
+  if (keep_step_start_) {
+    for (int t : updated_buffers_) {
+      const Array& a = state_.at(t);
+      auto it = step_start_.find(t);
+      if (it == step_start_.end()) it = step_start_.emplace(t, Array(a.dtype(), a.shape(), backend_.allocator(), MemoryKind::Buffers)).first;
+      Array dst = it->second.view({a.numel()});
+      backend_.copy_slab(a.view({a.numel()}), 0, 0, dst, 0, a.numel());
+    }
+  }
   values_.clear();
   grads_.clear();
   full_grads_.clear();
@@ -264,6 +280,14 @@ void ShardedExecutor::begin_step() {
   for (Bucket& b : buckets_) {
     backend_.fill(b.buffer, 0.0);
     b.done = 0;
+  }
+}
+
+void ShardedExecutor::rewind_buffers() {
+  for (auto& [t, saved] : step_start_) {
+    Array& a = state_.at(t);
+    Array flat = a.view({a.numel()});
+    backend_.copy_slab(saved.view({saved.numel()}), 0, 0, flat, 0, saved.numel());
   }
 }
 

@@ -132,6 +132,15 @@ class ShardedExecutor final : public GradientSource {
   // gather_buffers: every buffer whole on every worker, as gather_whole gathers them (a collective).
   std::map<int, Array> gather_buffers();
 
+  // A step that fails part way (a worker lost in one of its collectives) has moved the buffers a
+  // forward updates (BatchNormalization's running statistics) while the parameters and optimizer
+  // state stay at the step before. With keep_step_start(true) (elastic jobs), each train_step
+  // first copies those buffers; rewind_buffers() puts the copies back, so the state a survivor
+  // carries on from is the last complete step's. steps_begun(): train_step calls so far.
+  void keep_step_start(bool on) { keep_step_start_ = on; }
+  void rewind_buffers();
+  int64_t steps_begun() const { return steps_begun_; }
+
  private:
   // x (tensor t's shard in `from`) in `to`; `consume`: x may be overwritten (a gradient being synchronised).
   Array move(const Array& x, int t, const planner::Layout& from, const planner::Layout& to, MemoryKind kind, bool consume = false);
@@ -174,6 +183,11 @@ class ShardedExecutor final : public GradientSource {
   const Graph& g_;
   Backend& backend_;
   std::map<int, Array>& state_;
+  // keep_step_start: the buffers a forward updates, and their values when the last step began.
+  std::vector<int> updated_buffers_;
+  bool keep_step_start_ = false;
+  std::map<int, Array> step_start_;
+  int64_t steps_begun_ = 0;
   const Sharding& sh_;
   LossKind loss_;
   bool bf16_;

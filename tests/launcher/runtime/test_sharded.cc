@@ -15,7 +15,8 @@
 // one sample), so elementwise bounds do not hold and tensors compare in the L2 norm: losses to
 // relative 2e-3, each gradient to ||ours - one device|| <= 0.25 ||one device|| (a gradient summed
 // twice or lost is 1.0 or more), each final weight to 2e-2 of its norm (ViT's class token, which
-// starts at zero, moves 1% of its norm away).
+// starts at zero, moves 1% of its norm away). Also: gather_whole, DDP's BatchNormalization, and a
+// step broken by a lost peer rewound (rewind_buffers).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -402,6 +403,25 @@ TEST_CASE("sharded step: gather_whole collects parameters, optimizer state and c
   }
 }
 
+// Data parallelism on a 1-axis mesh: every op splits its batch (ops without one replicate),
+// parameters replicated, no ZeRO.
+std::vector<int> data_parallel_assignment(const planner::StrategySpace& space) {
+  std::vector<int> assignment;
+  for (const planner::Variable& v : space.variables()) {
+    int pick = -1;
+    for (size_t c = 0; c < v.configs.size() && pick < 0; ++c) {
+      const planner::VarConfig& vc = v.configs[c];
+      const bool ok = v.kind == planner::VarKind::Op ? !vc.recompute && planner::data_parallel(v, v.op_configs[static_cast<size_t>(vc.op_config)])
+                      : v.kind == planner::VarKind::Parameter ? vc.zero == 0 && vc.layout == planner::Layout::replicated(1)
+                                                              : true;
+      if (ok) pick = static_cast<int>(c);
+    }
+    if (pick < 0) throw std::runtime_error(v.name + ": no data-parallel configuration");
+    assignment.push_back(pick);
+  }
+  return assignment;
+}
+
 // Data parallelism with BatchNormalization is DDP's: on 2 workers every op splits the batch, each
 // worker's BatchNormalization normalises its half by the half's statistics and updates its own
 // running statistics, and the gradients are averaged: three steps of SGD give the losses, the
@@ -418,21 +438,7 @@ TEST_CASE("sharded step: data parallelism with BatchNormalization equals PyTorch
       ModelSpace m(model, {2});
       const Graph& g = m.g;
       const planner::StrategySpace& space = m.space;
-      // Every op splits its batch (ops without one replicate); parameters replicated, no ZeRO.
-      std::vector<int> assignment;
-      for (const planner::Variable& v : space.variables()) {
-        int pick = -1;
-        for (size_t c = 0; c < v.configs.size() && pick < 0; ++c) {
-          const planner::VarConfig& vc = v.configs[c];
-          const bool ok = v.kind == planner::VarKind::Op ? !vc.recompute && planner::data_parallel(v, v.op_configs[static_cast<size_t>(vc.op_config)])
-                          : v.kind == planner::VarKind::Parameter ? vc.zero == 0 && vc.layout == planner::Layout::replicated(1)
-                                                                  : true;
-          if (ok) pick = static_cast<int>(c);
-        }
-        if (pick < 0) throw std::runtime_error(v.name + ": no data-parallel configuration");
-        assignment.push_back(pick);
-      }
-      Worker w(g, space, assignment, rank, dir.path, test::reference_settings("sgd"));
+      Worker w(g, space, data_parallel_assignment(space), rank, dir.path, test::reference_settings("sgd"));
       auto data = npy_data(g, LossKind::CrossEntropy, kDir + model + ".x.npy", kDir + model + ".y.npy", w.backend);
       for (int s = 1; s <= kSteps; ++s) {
         const double loss = w.train(*data, s);
@@ -454,6 +460,44 @@ TEST_CASE("sharded step: data parallelism with BatchNormalization equals PyTorch
     }, std::chrono::seconds(120));
     for (const auto& r : results) CHECK(r.message == "ok");
   }
+}
+
+// An elastic job's survivor (launcher/elastic/worker.cc): a peer lost during a step leaves this
+// worker's BatchNormalization running statistics moved by that step's forward (data parallelism
+// has no collective before the backward's gradients), while the parameters stay at the step
+// before. With keep_step_start, rewind_buffers puts the statistics back where the step found
+// them, to the bit.
+TEST_CASE("sharded step: a step a lost peer broke leaves the running statistics where it found them after rewind_buffers") {
+  test::TempDir dir;
+  auto results = test::run_children(2, [&](int rank) {
+    ModelSpace m("cnn_bn", {2});
+    const Graph& g = m.g;
+    Worker w(g, m.space, data_parallel_assignment(m.space), rank, dir.path, sgd());
+    w.ex->keep_step_start(true);
+    auto data = npy_data(g, LossKind::CrossEntropy, kDir + std::string("cnn_bn.x.npy"), kDir + std::string("cnn_bn.y.npy"), w.backend);
+    w.train(*data, 1);
+    w.update();
+    if (rank == 1) return;  // lost: its process ends, and with it its connections
+    std::map<int, std::vector<float>> before;
+    for (const auto& [t, a] : w.state.arrays)
+      if (g.tensors[static_cast<size_t>(t)].kind == TensorKind::Buffer && a.dtype() == DType::F32) before[t] = values(a);
+    if (before.empty()) throw std::runtime_error("cnn_bn has no float buffer");
+    bool broke = false;
+    try {
+      w.train(*data, 2);
+    } catch (const comm::CommError&) {
+      broke = true;
+    }
+    if (!broke) throw std::runtime_error("step 2 finished without its peer");
+    if (w.ex->steps_begun() != 2) throw std::runtime_error("steps_begun " + std::to_string(w.ex->steps_begun()) + ", not 2");
+    bool moved = false;
+    for (const auto& [t, v] : before) moved = moved || values(w.state.arrays.at(t)) != v;
+    if (!moved) throw std::runtime_error("the broken step's forward moved no running statistic");
+    w.ex->rewind_buffers();
+    for (const auto& [t, v] : before)
+      if (values(w.state.arrays.at(t)) != v) throw std::runtime_error("buffer " + g.tensors[static_cast<size_t>(t)].name + " not rewound");
+  }, std::chrono::seconds(120));
+  for (const auto& r : results) CHECK(r.message == "ok");
 }
 
 }  // namespace tensoropt
