@@ -94,6 +94,45 @@ Measured calibrate(const cluster::Application& app, const std::string& plan, int
   return {static_cast<double>(app.batch) / step, std::max(0.0, wall - static_cast<double>(steps) * step)};
 }
 
+// An application's speeds on every count it fits: with every worker busy and, where fewer copies
+// than G / k would be alone, alone too; its launch, the median of the runs'.
+struct Calibrated {
+  std::vector<double> speed, speed_alone;
+  double launch_s = 0;
+  nlohmann::ordered_json json_busy = nlohmann::ordered_json::object(), json_alone = nlohmann::ordered_json::object();
+};
+
+Calibrated calibrate_app(const std::string& name, const cluster::Application& m, const Speeds& planned, const std::string& plan, const ScheduleArgs& a, const std::string& dir,
+                         std::ostream& out) {
+  Calibrated c;
+  c.speed.assign(static_cast<size_t>(a.gpus) + 1, 0);
+  c.speed_alone = c.speed;
+  std::vector<double> launches;
+  for (int k = 1; k <= a.gpus; ++k) {
+    if (planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
+    const std::string here = dir + "-" + std::to_string(k);
+    const int copies = std::max(1, a.gpus / k);
+    const Measured full = calibrate(m, plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, here + "-full");
+    const Measured single = copies > 1 ? calibrate(m, plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, here + "-alone") : full;
+    c.speed[static_cast<size_t>(k)] = full.samples_per_s;
+    c.speed_alone[static_cast<size_t>(k)] = single.samples_per_s;
+    launches.push_back(full.launch_s);
+    if (copies > 1) launches.push_back(single.launch_s);
+    c.json_busy[std::to_string(k)] = full.samples_per_s;
+    c.json_alone[std::to_string(k)] = single.samples_per_s;
+    out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1)
+        << full.samples_per_s << " samples/s with every worker busy";
+    if (copies > 1) out << ", " << single.samples_per_s << " alone";
+    out << " (planned " << planned.speed[static_cast<size_t>(k)] << "), launch " << std::setprecision(2) << full.launch_s << " s\n"
+        << std::defaultfloat << std::flush;
+  }
+  if (!launches.empty()) {
+    std::sort(launches.begin(), launches.end());
+    c.launch_s = launches[launches.size() / 2];
+  }
+  return c;
+}
+
 std::string percent(double x) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%+.1f%%", 100 * x);
@@ -125,85 +164,58 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   if (const unsigned threads = std::thread::hardware_concurrency(); threads > 0 && static_cast<unsigned>(a.gpus) > threads)
     out << "note: --gpus " << a.gpus << " on " << threads << " hardware threads: the workers share cores, and the measured speeds hold only while they do\n";
 
-  // Plan and calibrate each application.
+  // Plan each application once; its jobs run that plan.
   const double link = planner::load_cluster(kCluster).inter_node.bandwidth;
-  struct App {
-    std::string plan;
-    Speeds planned;
-    std::vector<double> speed, speed_alone;
-    double launch_s = 0;
-  };
-  std::map<std::string, App> apps;
+  std::map<std::string, Speeds> planned;
   nlohmann::ordered_json apps_json = nlohmann::ordered_json::object();
   for (const std::string& name : w.applications) {
     const cluster::Application& m = w.mapping.at(name);
-    App& app = apps[name];
-    app.plan = work + "/" + name + ".plan.json";
     out << "planning " << name << ": " << m.model << " at batch " << m.batch << " on 1.." << a.gpus << " CPU workers\n" << std::flush;
-    app.planned = plan_speeds(m, a.gpus, kCluster, app.plan, err);
-    app.speed.assign(static_cast<size_t>(a.gpus) + 1, 0);
-    app.speed_alone = app.speed;
-    std::vector<double> launches;
-    nlohmann::ordered_json measured = nlohmann::ordered_json::object(), alone = nlohmann::ordered_json::object(),
-                           planned = nlohmann::ordered_json::object();
-    for (int k = 1; k <= a.gpus; ++k) {
-      if (app.planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
-      const std::string dir = work + "/calibrate-" + name + "-" + std::to_string(k);
-      const int copies = std::max(1, a.gpus / k);
-      const Measured full = calibrate(m, app.plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, dir + "-full");
-      const Measured single = copies > 1 ? calibrate(m, app.plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, dir + "-alone") : full;
-      app.speed[static_cast<size_t>(k)] = full.samples_per_s;
-      app.speed_alone[static_cast<size_t>(k)] = single.samples_per_s;
-      launches.push_back(full.launch_s);
-      if (copies > 1) launches.push_back(single.launch_s);
-      measured[std::to_string(k)] = full.samples_per_s;
-      alone[std::to_string(k)] = single.samples_per_s;
-      planned[std::to_string(k)] = app.planned.speed[static_cast<size_t>(k)];
-      out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1) << full.samples_per_s
-          << " samples/s with every worker busy";
-      if (copies > 1) out << ", " << single.samples_per_s << " alone";
-      out << " (planned " << app.planned.speed[static_cast<size_t>(k)] << "), launch " << std::setprecision(2) << full.launch_s << " s\n"
-          << std::defaultfloat << std::flush;
-    }
-    if (!launches.empty()) {
-      std::sort(launches.begin(), launches.end());
-      app.launch_s = launches[launches.size() / 2];
-    }
-    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"samples_per_s", measured}, {"samples_per_s_alone", alone},
-                       {"planned_samples_per_s", planned}, {"launch_s", app.launch_s},
-                       {"resize_s", resize_cost(app.planned.state_bytes, link)}, {"restart_s", restart_cost(app.planned.state_bytes, app.launch_s)}};
-  }
-  std::vector<cluster::LiveJob> jobs;
-  for (const cluster::WorkloadJob& row : w.jobs) {
-    const App& app = apps.at(row.application);
-    const cluster::Application& m = w.mapping.at(row.application);
-    const auto steps = static_cast<int64_t>(std::ceil(m.samples / static_cast<double>(m.batch)));
-    cluster::LiveJob j;
-    j.job = make_job(w, row, app.speed, resize_cost(app.planned.state_bytes, link), restart_cost(app.planned.state_bytes, app.launch_s), app.launch_s,
-                     a.gpus, kCluster);
-    j.job.work = static_cast<double>(steps * m.batch);
-    j.job.speed_alone = app.speed_alone;
-    j.argv = run_argv(m, app.plan, steps, a.gpus);
-    j.batch = m.batch;
-    jobs.push_back(std::move(j));
-  }
-  // The simulator's jobs: with the measured speeds, and with the plans' (what `simulate --cluster
-  // cpu` would take).
-  std::vector<cluster::Job> sim_jobs, plan_jobs;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    sim_jobs.push_back(jobs[i].job);
-    plan_jobs.push_back(jobs[i].job);
-    plan_jobs.back().speed = apps.at(w.jobs[i].application).planned.speed;
-    plan_jobs.back().speed_alone.clear();
+    const Speeds& sp = planned[name] = plan_speeds(m, a.gpus, kCluster, work + "/" + name + ".plan.json", err);
+    nlohmann::ordered_json by_count = nlohmann::ordered_json::object();
+    for (int k = 1; k <= a.gpus; ++k)
+      if (sp.speed[static_cast<size_t>(k)] > 0) by_count[std::to_string(k)] = sp.speed[static_cast<size_t>(k)];
+    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"planned_samples_per_s", by_count},
+                       {"resize_s", resize_cost(sp.state_bytes, link)}};
   }
 
-  // Each policy: the simulator's prediction, then the live run.
+  // Each policy: its applications calibrated (this machine's speed drifts over minutes: measured
+  // right before the jobs they predict), the simulator's prediction, then the live run.
   nlohmann::ordered_json results = nlohmann::ordered_json::object();
   std::vector<std::pair<cluster::Result, cluster::Result>> both;
   for (const std::unique_ptr<cluster::Policy>& p : policies) {
+    out << "\n" << p->name() << ": calibrating\n" << std::flush;
+    std::map<std::string, Calibrated> cal;
+    nlohmann::ordered_json cal_json = nlohmann::ordered_json::object();
+    for (const std::string& name : w.applications) {
+      const cluster::Application& m = w.mapping.at(name);
+      Calibrated& c = cal[name] = calibrate_app(name, m, planned.at(name), work + "/" + name + ".plan.json", a, work + "/" + p->name() + "-calibrate-" + name, out);
+      cal_json[name] = {{"samples_per_s", c.json_busy}, {"samples_per_s_alone", c.json_alone}, {"launch_s", c.launch_s},
+                        {"restart_s", restart_cost(planned.at(name).state_bytes, c.launch_s)}};
+    }
+    std::vector<cluster::LiveJob> jobs;
+    std::vector<cluster::Job> sim_jobs, plan_jobs;
+    for (const cluster::WorkloadJob& row : w.jobs) {
+      const Calibrated& c = cal.at(row.application);
+      const Speeds& sp = planned.at(row.application);
+      const cluster::Application& m = w.mapping.at(row.application);
+      const auto steps = static_cast<int64_t>(std::ceil(m.samples / static_cast<double>(m.batch)));
+      cluster::LiveJob j;
+      j.job = make_job(w, row, c.speed, resize_cost(sp.state_bytes, link), restart_cost(sp.state_bytes, c.launch_s), c.launch_s, a.gpus, kCluster);
+      j.job.work = static_cast<double>(steps * m.batch);
+      j.job.speed_alone = c.speed_alone;
+      j.argv = run_argv(m, work + "/" + row.application + ".plan.json", steps, a.gpus);
+      j.batch = m.batch;
+      sim_jobs.push_back(j.job);
+      // The plans' speeds instead (what `simulate --cluster cpu` would take).
+      plan_jobs.push_back(j.job);
+      plan_jobs.back().speed = sp.speed;
+      plan_jobs.back().speed_alone.clear();
+      jobs.push_back(std::move(j));
+    }
     const cluster::Result predicted = cluster::simulate(sim_jobs, a.gpus, *p);
     const cluster::Result from_plans = cluster::simulate(plan_jobs, a.gpus, *p);
-    out << "\n" << p->name() << ": " << jobs.size() << " jobs on " << a.gpus << " workers, predicted average JCT " << duration(predicted.avg_jct_s())
+    out << p->name() << ": " << jobs.size() << " jobs on " << a.gpus << " workers, predicted average JCT " << duration(predicted.avg_jct_s())
         << "; live:\n" << std::flush;
     cluster::LiveOptions lo;
     lo.dir = work + "/" + p->name();
@@ -211,9 +223,9 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     out << std::left << std::setw(24) << "  job" << std::right << std::setw(10) << "submit" << std::setw(14) << "JCT predicted" << std::setw(10) << "live"
         << std::setw(10) << "resizes" << "\n";
     for (size_t i = 0; i < live.jobs.size(); ++i) {
-      const cluster::JobResult &l = live.jobs[i], &s = predicted.jobs[i];
-      out << "  " << std::left << std::setw(22) << l.name << std::right << std::setw(10) << duration(l.submit_s) << std::setw(14) << duration(s.jct_s())
-          << std::setw(10) << duration(l.jct_s()) << std::setw(6) << s.resizes << " / " << l.resizes << "\n";
+      const cluster::JobResult &l = live.jobs[i], &sj = predicted.jobs[i];
+      out << "  " << std::left << std::setw(22) << l.name << std::right << std::setw(10) << duration(l.submit_s) << std::setw(14) << duration(sj.jct_s())
+          << std::setw(10) << duration(l.jct_s()) << std::setw(6) << sj.resizes << " / " << l.resizes << "\n";
     }
     const double error = predicted.avg_jct_s() > 0 ? live.avg_jct_s() / predicted.avg_jct_s() - 1 : 0;
     out << "  average JCT live " << duration(live.avg_jct_s()) << ", predicted " << duration(predicted.avg_jct_s()) << " (" << percent(error)
@@ -221,7 +233,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
         << "  from the plans' speeds instead of the measured ones: average JCT " << duration(from_plans.avg_jct_s()) << " ("
         << percent(live.avg_jct_s() / from_plans.avg_jct_s() - 1) << " live)\n"
         << std::flush;
-    results[p->name()] = {{"predicted", policy_json(predicted)}, {"live", policy_json(live)}, {"avg_jct_error", error},
+    results[p->name()] = {{"calibration", cal_json}, {"predicted", policy_json(predicted)}, {"live", policy_json(live)}, {"avg_jct_error", error},
                           {"predicted_from_plans", policy_json(from_plans)}};
     both.emplace_back(predicted, live);
   }

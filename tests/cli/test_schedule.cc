@@ -47,13 +47,19 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
   CHECK(has(r.out, "start    res-0 on 2 GPUs"));
   const nlohmann::json j = nlohmann::json::parse(slurp(dir.path + "/out.json"));
   CHECK(j.at("gpus") == 2);
-  const nlohmann::json& res = j.at("applications").at("res");
-  CHECK(res.at("samples_per_s").at("1").get<double>() > 0);
-  // One worker of two is measured alone too; two workers fill the machine, so alone is full.
-  CHECK(res.at("samples_per_s_alone").at("1").get<double>() > 0);
-  CHECK(res.at("samples_per_s_alone").at("2") == res.at("samples_per_s").at("2"));
+  CHECK(j.at("applications").at("res").at("planned_samples_per_s").at("1").get<double>() > 0);
+  // Each policy's calibration, made right before its jobs: one worker of two is measured alone
+  // too; two workers fill the machine, so alone is busy.
+  for (const char* policy : {"fifo", "frontier"}) {
+    CAPTURE(policy);
+    const nlohmann::json& res = j.at("policies").at(policy).at("calibration").at("res");
+    CHECK(res.at("samples_per_s").at("1").get<double>() > 0);
+    CHECK(res.at("samples_per_s_alone").at("1").get<double>() > 0);
+    CHECK(res.at("samples_per_s_alone").at("2") == res.at("samples_per_s").at("2"));
+    CHECK(res.at("launch_s").get<double>() >= 0);
+  }
+  CHECK(has(r.out, "\nfifo: calibrating\n"));
   CHECK(has(r.out, " alone (planned "));
-  CHECK(res.at("planned_samples_per_s").at("1").get<double>() > 0);
   REQUIRE(j.at("policies").size() == 2);
   for (const char* policy : {"fifo", "frontier"}) {
     CAPTURE(policy);
@@ -81,6 +87,7 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
   }
   // frontier: res-0 starts on both workers (it is faster on 2) and shrinks to 1 when mlp-0 comes,
   // a resize the job itself reports.
+  const nlohmann::json& res = j["policies"]["frontier"]["calibration"]["res"];
   if (res.at("samples_per_s").at("2").get<double>() > res.at("samples_per_s").at("1").get<double>()) {
     CHECK(has(r.out, "resize   res-0 2 -> 1 GPUs"));
     CHECK(j["policies"]["frontier"]["live"]["jobs"][0].at("resizes").get<int>() >= 1);
