@@ -280,6 +280,8 @@ void add_schedule(CLI::App& app, Schedule& o) {
       ->capture_default_str()->check(cli::integer(3));
   c->add_option("--calibration-seconds", o.args.calibration_seconds, "A calibration run whose steps take under half of this is done again with this long of steps")
       ->capture_default_str()->check(cli::number(0));
+  c->add_option("--calibration-repeats", o.args.calibration_repeats, "Runs of each calibration measurement; the median counts")
+      ->capture_default_str()->check(cli::integer(1));
 }
 
 struct Profile {

@@ -94,6 +94,12 @@ Measured calibrate(const cluster::Application& app, const std::string& plan, int
   return {static_cast<double>(app.batch) / step, std::max(0.0, wall - static_cast<double>(steps) * step)};
 }
 
+// The run of median speed (the lower middle of an even count).
+Measured median_run(std::vector<Measured> runs) {
+  std::sort(runs.begin(), runs.end(), [](const Measured& x, const Measured& y) { return x.samples_per_s < y.samples_per_s; });
+  return runs[(runs.size() - 1) / 2];
+}
+
 // An application's speeds on every count it fits: with every worker busy and, where fewer copies
 // than G / k would be alone, alone too; its launch, the median of the runs'.
 struct Calibrated {
@@ -112,8 +118,15 @@ Calibrated calibrate_app(const std::string& name, const cluster::Application& m,
     if (planned.speed[static_cast<size_t>(k)] <= 0) continue;  // does not fit
     const std::string here = dir + "-" + std::to_string(k);
     const int copies = std::max(1, a.gpus / k);
-    const Measured full = calibrate(m, plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, here + "-full");
-    const Measured single = copies > 1 ? calibrate(m, plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, here + "-alone") : full;
+    // Each measurement repeated, busy and alone in turn; the median speed, and its run's launch.
+    std::vector<Measured> busy_runs, alone_runs;
+    for (int r = 0; r < a.calibration_repeats; ++r) {
+      const std::string run = "-" + std::to_string(r);
+      busy_runs.push_back(calibrate(m, plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, here + "-full" + run));
+      if (copies > 1) alone_runs.push_back(calibrate(m, plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, here + "-alone" + run));
+    }
+    const Measured full = median_run(busy_runs);
+    const Measured single = copies > 1 ? median_run(alone_runs) : full;
     c.speed[static_cast<size_t>(k)] = full.samples_per_s;
     c.speed_alone[static_cast<size_t>(k)] = single.samples_per_s;
     launches.push_back(full.launch_s);
@@ -146,6 +159,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   if (a.gpus < 1) throw InputError("--gpus " + std::to_string(a.gpus) + ": at least 1");
   if (a.calibration_steps < 3) throw InputError("--calibration-steps " + std::to_string(a.calibration_steps) + ": at least 3");
   if (!(a.calibration_seconds > 0)) throw InputError("--calibration-seconds: more than 0");
+  if (a.calibration_repeats < 1) throw InputError("--calibration-repeats " + std::to_string(a.calibration_repeats) + ": at least 1");
   std::vector<std::unique_ptr<cluster::Policy>> policies = make_policies(a.policies);
   const Workload w = load_workload(a.workload, a.mapping);
   if (a.json && *a.json != "-" && !std::ofstream(*a.json, std::ios::app)) throw InputError("--json: cannot write '" + *a.json + "'");

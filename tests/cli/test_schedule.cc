@@ -39,7 +39,7 @@ TEST_CASE("schedule: three jobs live on 2 workers under fifo and frontier, besid
   TempDir dir;
   const std::string work = dir.path + "/work";
   const CliResult r = run_cli("schedule " + workload(dir) + " --gpus 2 --policy fifo,frontier --mapping " + mapping(dir) + " --json " +
-                              dir.path + "/out.json --dir " + work + " --calibration-steps 5 --calibration-seconds 0.2");
+                              dir.path + "/out.json --dir " + work + " --calibration-steps 5 --calibration-seconds 0.2 --calibration-repeats 1");
   REQUIRE_MESSAGE(r.code == 0, (r.err + r.out));
   CHECK(has(r.out, "planning res: "));
   CHECK(has(r.out, "measured res on 1 worker: "));
