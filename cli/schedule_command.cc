@@ -121,9 +121,9 @@ Calibrated calibrate_app(const std::string& name, const cluster::Application& m,
     // Each measurement repeated, busy and alone in turn; the median speed, and its run's launch.
     std::vector<Measured> busy_runs, alone_runs;
     for (int r = 0; r < a.calibration_repeats; ++r) {
-      const std::string run = "-" + std::to_string(r);
-      busy_runs.push_back(calibrate(m, plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, here + "-full" + run));
-      if (copies > 1) alone_runs.push_back(calibrate(m, plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, here + "-alone" + run));
+      const std::string busy_dir = here + "-full-" + std::to_string(r), alone_dir = here + "-alone-" + std::to_string(r);
+      busy_runs.push_back(calibrate(m, plan, k, a.gpus, copies, a.calibration_steps, a.calibration_seconds, busy_dir));
+      if (copies > 1) alone_runs.push_back(calibrate(m, plan, k, a.gpus, 1, a.calibration_steps, a.calibration_seconds, alone_dir));
     }
     const Measured full = median_run(busy_runs);
     const Measured single = copies > 1 ? median_run(alone_runs) : full;
