@@ -94,6 +94,14 @@ Measured calibrate(const cluster::Application& app, const std::string& plan, int
   return {static_cast<double>(app.batch) / step, std::max(0.0, wall - static_cast<double>(steps) * step)};
 }
 
+// A speed per count as JSON, keyed by the count, for the counts the job fits.
+nlohmann::ordered_json by_count(const std::vector<double>& speed) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (size_t k = 1; k < speed.size(); ++k)
+    if (speed[k] > 0) out[std::to_string(k)] = speed[k];
+  return out;
+}
+
 // The run of median speed (the lower middle of an even count).
 Measured median_run(std::vector<Measured> runs) {
   std::sort(runs.begin(), runs.end(), [](const Measured& x, const Measured& y) { return x.samples_per_s < y.samples_per_s; });
@@ -105,7 +113,6 @@ Measured median_run(std::vector<Measured> runs) {
 struct Calibrated {
   std::vector<double> speed, speed_alone;
   double launch_s = 0;
-  nlohmann::ordered_json json_busy = nlohmann::ordered_json::object(), json_alone = nlohmann::ordered_json::object();
 };
 
 Calibrated calibrate_app(const std::string& name, const cluster::Application& m, const Speeds& planned, const std::string& plan, const ScheduleArgs& a, const std::string& dir,
@@ -131,8 +138,6 @@ Calibrated calibrate_app(const std::string& name, const cluster::Application& m,
     c.speed_alone[static_cast<size_t>(k)] = single.samples_per_s;
     launches.push_back(full.launch_s);
     if (copies > 1) launches.push_back(single.launch_s);
-    c.json_busy[std::to_string(k)] = full.samples_per_s;
-    c.json_alone[std::to_string(k)] = single.samples_per_s;
     out << "measured " << name << " on " << k << " worker" << (k == 1 ? ": " : "s: ") << std::fixed << std::setprecision(1)
         << full.samples_per_s << " samples/s with every worker busy";
     if (copies > 1) out << ", " << single.samples_per_s << " alone";
@@ -181,15 +186,13 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
   // Plan each application once; its jobs run that plan.
   const double link = planner::load_cluster(kCluster).inter_node.bandwidth;
   std::map<std::string, Speeds> planned;
+  const auto plan_of = [&](const std::string& application) { return work + "/" + application + ".plan.json"; };
   nlohmann::ordered_json apps_json = nlohmann::ordered_json::object();
   for (const std::string& name : w.applications) {
     const cluster::Application& m = w.mapping.at(name);
     out << "planning " << name << ": " << m.model << " at batch " << m.batch << " on 1.." << a.gpus << " CPU workers\n" << std::flush;
-    const Speeds& sp = planned[name] = plan_speeds(m, a.gpus, kCluster, work + "/" + name + ".plan.json", err);
-    nlohmann::ordered_json by_count = nlohmann::ordered_json::object();
-    for (int k = 1; k <= a.gpus; ++k)
-      if (sp.speed[static_cast<size_t>(k)] > 0) by_count[std::to_string(k)] = sp.speed[static_cast<size_t>(k)];
-    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"planned_samples_per_s", by_count},
+    const Speeds& sp = planned[name] = plan_speeds(m, a.gpus, kCluster, plan_of(name), err);
+    apps_json[name] = {{"model", m.model}, {"batch", m.batch}, {"samples", m.samples}, {"planned_samples_per_s", by_count(sp.speed)},
                        {"resize_s", resize_cost(sp.state_bytes, link)}};
   }
 
@@ -203,8 +206,8 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
     nlohmann::ordered_json cal_json = nlohmann::ordered_json::object();
     for (const std::string& name : w.applications) {
       const cluster::Application& m = w.mapping.at(name);
-      Calibrated& c = cal[name] = calibrate_app(name, m, planned.at(name), work + "/" + name + ".plan.json", a, work + "/" + p->name() + "-calibrate-" + name, out);
-      cal_json[name] = {{"samples_per_s", c.json_busy}, {"samples_per_s_alone", c.json_alone}, {"launch_s", c.launch_s},
+      Calibrated& c = cal[name] = calibrate_app(name, m, planned.at(name), plan_of(name), a, work + "/" + p->name() + "-calibrate-" + name, out);
+      cal_json[name] = {{"samples_per_s", by_count(c.speed)}, {"samples_per_s_alone", by_count(c.speed_alone)}, {"launch_s", c.launch_s},
                         {"restart_s", restart_cost(planned.at(name).state_bytes, c.launch_s)}};
     }
     std::vector<cluster::LiveJob> jobs;
@@ -218,7 +221,7 @@ int run_schedule(const ScheduleArgs& a, std::ostream& out, std::ostream& err) {
       j.job = make_job(w, row, c.speed, resize_cost(sp.state_bytes, link), restart_cost(sp.state_bytes, c.launch_s), c.launch_s, a.gpus, kCluster);
       j.job.work = static_cast<double>(steps * m.batch);
       j.job.speed_alone = c.speed_alone;
-      j.argv = run_argv(m, work + "/" + row.application + ".plan.json", steps, a.gpus);
+      j.argv = run_argv(m, plan_of(row.application), steps, a.gpus);
       j.batch = m.batch;
       sim_jobs.push_back(j.job);
       // The plans' speeds instead (what `simulate --cluster cpu` would take).
