@@ -25,6 +25,7 @@
 #include "launcher/runtime/allocator.h"
 #include "launcher/runtime/backend_registry.h"
 #include "launcher/train/one_device.h"
+#include "launcher/elastic/join.h"
 #include "launcher/elastic/launch.h"
 #include "launcher/launch/local.h"
 #include "launcher/train/worker.h"
@@ -189,7 +190,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("model", train.model, "ONNX model file")->required();
   rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
       ->capture_default_str()->check(cli::integer(1));
-  rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet: file:DIR (a shared directory) or redis://HOST:PORT");
+  rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet, or an elastic job's groups (default CONTROL/store): file:DIR (a shared directory) or redis://HOST:PORT");
   rn->add_option("--device", o.device, "cpu (Eigen kernels) or cuda (one GPU per process; tensoropt devices shows the GPUs); default: cuda where a GPU is visible and this build has CUDA, else cpu");
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(cli::integer<int64_t>(1));
   rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(cli::integer<int64_t>(1));
@@ -230,9 +231,11 @@ void add_run(CLI::App& app, Run& o) {
 }
 
 struct Job {
-  tensoropt::cli::JobArgs status, resize;
+  tensoropt::cli::JobArgs status, resize, join;
+  std::optional<int> join_threads;
   CLI::App* status_command = nullptr;
   CLI::App* resize_command = nullptr;
+  CLI::App* join_command = nullptr;
 };
 
 void add_job(CLI::App& app, Job& o) {
@@ -242,6 +245,9 @@ void add_job(CLI::App& app, Job& o) {
   CLI::App* rs = o.resize_command = app.add_subcommand("resize", "Ask an elastic job to change its worker count; returns at once (tensoropt status shows the resize)");
   rs->add_option("dir", o.resize.dir, "The job's control directory")->required();
   rs->add_option("--gpus,-g", o.resize.gpus, "The new worker count, within the job's --min-gpus..--max-gpus")->required()->check(cli::integer(1));
+  CLI::App* jn = o.join_command = app.add_subcommand("join", "Offer this machine's worker to a running elastic job whose control directory it shares; the job grows when it has room (docs/runtime.md)");
+  jn->add_option("dir", o.join.dir, "The job's control directory (shared with the launcher's machine)")->required();
+  jn->add_option("--threads", o.join_threads, "Kernel threads of the worker here (default: the launcher's)")->check(cli::integer(1));
 }
 
 struct Simulate {
@@ -329,7 +335,8 @@ int run_run(Run& o, int argc, char** argv) {
   else throw InputError("--loss: expected cross-entropy or mse, got '" + o.loss + "'");
   // A process started by torchrun, srun or mpirun (or by launch_local) is one worker of the group.
   if (std::optional<WorkerPlace> place = worker_place(o.rendezvous)) return run_worker(train, o.gpus, *place, std::cout, std::cerr);
-  if (o.rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset)");
+  if (o.rendezvous && train.elastic.on) train.elastic.store = *o.rendezvous;  // where an elastic job's groups meet
+  else if (o.rendezvous) throw InputError("--rendezvous is for workers started by a launcher (RANK/WORLD_SIZE, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/SIZE unset), or an elastic job's store");
   runtime::check_local_gpus(o.device, o.gpus, "--gpus");
   if (o.profile_missing) {
     if (!train.profile) throw InputError("--profile-missing needs --profile DB (the database to complete; made when missing)");
@@ -436,6 +443,7 @@ int main(int argc, char** argv) {
     if (*profile.command) return cli::run_profile(profile.args, std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
     if (*job.status_command) return cli::run_status(job.status, std::cout);
     if (*job.resize_command) return cli::run_resize(job.resize, std::cout);
+    if (*job.join_command) return join_elastic(job.join.dir, job.join_threads, std::cout, std::cerr);
     if (*simulate.command) return cli::run_simulate(simulate.args, std::cout, std::cerr);
     if (*schedule.command) return cli::run_schedule(schedule.args, std::cout, std::cerr);
     if (*devices.command) {

@@ -7,12 +7,15 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
+#include <set>
 #include <ostream>
 #include <thread>
 
 #include "graph/error.h"
 #include "launcher/elastic/control.h"
+#include "launcher/elastic/remote.h"
 #include "launcher/launch/local.h"
 #include "launcher/launch/spawn.h"
 #include "launcher/train/worker.h"
@@ -30,12 +33,20 @@ constexpr std::chrono::seconds kRegroupSeconds{100};
 
 double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
+// A worker: one this launcher started (its pid), or one another machine's `tensoropt join` runs
+// (`remote`, its member name: the launcher knows it by its files, remote.h).
 struct Member {
   pid_t pid = 0;
   int rank = 0, generation = 0;
   bool done = false;
   bool cancelled = false;  // stopped by the launcher: a resize abandoned, or the job ended first
+  std::string remote;
+  std::shared_ptr<remote::Pulse> pulse;  // a remote member's beat
+  std::string key() const { return remote.empty() ? std::to_string(pid) : remote; }  // regroup.json's name for it
 };
+
+// The wait status of a process killed by SIGKILL (a remote member whose machine stopped answering).
+constexpr int kKilledStatus = SIGKILL;
 
 // A resize under way: to `workers` as generation `generation`, from `from` workers.
 struct Pending {
@@ -46,15 +57,27 @@ struct Pending {
 
 class Supervisor {
  public:
-  Supervisor(const std::string& dir, const std::vector<std::string>& argv, const std::string& control, const TrainSettings::Elastic& e,
+  Supervisor(const std::vector<std::string>& argv, const std::string& control, const std::string& store, const TrainSettings::Elastic& e,
              std::ostream& out, std::ostream& err)
-      : dir_(dir), argv_(argv), control_(control), out_(out), err_(err), min_gpus_(e.min_gpus), recoverable_(e.checkpoint_every != 0),
-        rejoin_seconds_(e.rejoin_seconds) {}
+      : argv_(argv), control_(control), store_(store), out_(out), err_(err), min_gpus_(e.min_gpus), max_gpus_(e.max_gpus),
+        recoverable_(e.checkpoint_every != 0), rejoin_seconds_(e.rejoin_seconds) {}
+
+  ~Supervisor() {  // a joining machine stops waiting
+    try {
+      control::write_json(control_ + "/ended.json", {{"at", wall_now()}});
+    } catch (...) {
+    }
+  }
 
   int run(int gpus) {
     world_ = gpus;
-    for (int r = 0; r < gpus; ++r) members_.push_back({start_worker(argv_, r, gpus, dir_, 0), r, 0});
+    remote::beat(control_ + "/launcher.beat");
+    for (int r = 0; r < gpus; ++r) members_.push_back(local(start_worker(argv_, r, gpus, store_, 0), r, 0));
     while (true) {
+      if (Clock::now() - last_beat_ > std::chrono::milliseconds(200)) {
+        remote::beat(control_ + "/launcher.beat");
+        last_beat_ = Clock::now();
+      }
       reap();
       if (regrouping_ && !stopping_ && (no_replica_ || Clock::now() - regroup_since_ > kRegroupSeconds)) {
         if (const int code = restart(world_); code != 0) return code;
@@ -64,7 +87,7 @@ class Supervisor {
       if (!stopping_ && (failed_ >= 0 || stop_signal())) stop_all();
       if (stopping_ && Clock::now() - stopping_since_ > std::chrono::seconds(5))
         for (Member& m : members_)
-          if (!m.done) kill(m.pid, SIGKILL);
+          if (!m.done) stop(m, SIGKILL, "the job stops");
       if (!lost_.empty() && !stopping_) {
         if (const int code = recover(); code != 0) return code;
         continue;
@@ -73,6 +96,7 @@ class Supervisor {
       if (!stopping_) {
         follow_status();
         take_request();
+        take_offers();
         go_ahead();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -102,7 +126,7 @@ class Supervisor {
       Member& m = members_[i];
       if (m.done) continue;
       int status = 0;
-      if (waitpid(m.pid, &status, WNOHANG) != m.pid) continue;
+      if (!ended(m, status)) continue;
       m.done = true;
       if (m.cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopping_) continue;
       if (regrouping_ && WIFEXITED(status) && WEXITSTATUS(status) == control::kExitNoReplica) {
@@ -169,7 +193,7 @@ class Supervisor {
     if (static_cast<int>(left.size()) < min_gpus_) return restart(static_cast<int>(left.size()));
     nlohmann::ordered_json ranks = nlohmann::ordered_json::object();
     for (size_t r = 0; r < left.size(); ++r) {
-      ranks[std::to_string(left[r]->pid)] = static_cast<int>(r);
+      ranks[left[r]->key()] = static_cast<int>(r);
       left[r]->rank = static_cast<int>(r);
       left[r]->generation = generation;
     }
@@ -188,10 +212,13 @@ class Supervisor {
   // worker is stopped and `workers` start again from the job's checkpoint (below --min-gpus, after
   // a bounded wait for a `resize` that brings the job there).
   int restart(int workers) {
+    // Other machines' workers left go on there (their join processes start them again).
+    std::vector<Member> remote_left;
     for (Member& m : members_)
       if (!m.done) {
         m.cancelled = true;
-        kill(m.pid, SIGKILL);
+        if (!m.remote.empty()) remote_left.push_back(m);
+        stop(m, SIGKILL, "the job restarts from its checkpoint", /*rejoin=*/true);
       }
     while (!std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.done; })) {
       reap();
@@ -227,7 +254,10 @@ class Supervisor {
     control::write_json(control_ + "/recovery.json",
                         {{"lost_ranks", last_ranks_}, {"how", last_how_}, {"at_step", last_step_}, {"from", last_from_}, {"to", workers}});
     out_ << "restart  " << workers << " workers from the checkpoint\n" << std::flush;
-    for (int r = 0; r < workers; ++r) members_.push_back({start_worker(argv_, r, workers, dir_, generation, true), r, generation});
+    // Ranks: this machine's first, then the other machines' (a worker's shard follows its rank).
+    const int here = std::max(0, workers - static_cast<int>(remote_left.size()));
+    for (int r = 0; r < here; ++r) members_.push_back(local(start_worker(argv_, r, workers, store_, generation, true), r, generation));
+    for (int r = here; r < workers; ++r) assign(remote_left[static_cast<size_t>(r - here)].remote, r, workers, generation, true);
     generation_ = generation;
     world_ = workers;
     return 0;
@@ -235,7 +265,7 @@ class Supervisor {
 
   void stop_all() {
     for (Member& m : members_)
-      if (!m.done) kill(m.pid, SIGTERM);
+      if (!m.done) stop(m, SIGTERM, "the job stops", false, /*failed=*/true);
     stopping_ = true;
     stopping_since_ = Clock::now();
   }
@@ -245,8 +275,83 @@ class Supervisor {
     for (Member& m : members_)
       if (!m.done && m.generation == generation) {
         m.cancelled = true;
-        kill(m.pid, SIGKILL);
+        stop(m, SIGKILL, "the resize it joined for was given up");
       }
+  }
+
+  Member local(pid_t pid, int rank, int generation) const {
+    Member m;
+    m.pid = pid;
+    m.rank = rank;
+    m.generation = generation;
+    return m;
+  }
+
+  // Sends `sig` to a member: a local process directly, another machine's through its stop file
+  // (its join process kills the worker; `rejoin`: it then waits to be named again).
+  void stop(const Member& m, int sig, const std::string& why, bool rejoin = false, bool failed = false) {
+    if (m.remote.empty()) {
+      kill(m.pid, sig);
+      return;
+    }
+    control::write_json(remote::stop_path(control_, m.remote),
+                        {{"generation", m.generation}, {"signal", SIGKILL}, {"why", why}, {"rejoin", rejoin}, {"failed", failed}});
+  }
+
+  // Whether member m ended, with its wait status: a local one by waitpid, another machine's by the
+  // exit its join process wrote, or by its silence (as if killed).
+  bool ended(Member& m, int& status) {
+    if (m.remote.empty()) return waitpid(m.pid, &status, WNOHANG) == m.pid;
+    if (const std::optional<nlohmann::ordered_json> e = control::read_json(remote::exit_path(control_, m.remote));
+        e && e->value("generation", -1) == m.generation) {
+      status = e->value("status", 0);
+      return true;
+    }
+    if (m.pulse->silent_for() > remote::kSilence) {
+      out_ << "silent   " << m.remote << " (rank " << m.rank << ") has not beaten for " << remote::kSilence.count() << " s\n" << std::flush;
+      status = kKilledStatus;
+      return true;
+    }
+    return false;
+  }
+
+  // Names another machine's worker rank `rank` of `workers` in `generation`.
+  Member& assign(const std::string& member, int rank, int workers, int generation, bool restart) {
+    Member m;
+    m.rank = rank;
+    m.generation = generation;
+    m.remote = member;
+    m.pulse = std::make_shared<remote::Pulse>(remote::beat_path(control_, member));
+    members_.push_back(m);
+    control::write_json(remote::assign_path(control_, member), {{"generation", generation}, {"rank", rank}, {"workers", workers}, {"restart", restart}});
+    return members_.back();
+  }
+
+  // Workers other machines offer (tensoropt join): taken as a resize when none is under way and
+  // the job is below --max-gpus; those beyond it wait.
+  void take_offers() {
+    if (pending_ || regrouping_) return;
+    std::vector<std::string> fresh;
+    for (const std::string& member : remote::offers(control_))
+      if (!offered_.count(member)) fresh.push_back(member);
+    if (fresh.empty()) return;
+    const int room = max_gpus_ - world_;
+    if (room <= 0) {
+      for (const std::string& member : fresh)
+        if (waiting_.insert(member).second)
+          out_ << "offer    " << member << " waits: the job has --max-gpus " << max_gpus_ << " workers\n" << std::flush;
+      return;
+    }
+    if (fresh.size() > static_cast<size_t>(room)) fresh.resize(static_cast<size_t>(room));
+    const int workers = world_ + static_cast<int>(fresh.size());
+    pending_ = Pending{generation_ + 1, workers, world_, wall_now()};
+    out_ << "resize   " << world_ << " -> " << workers << " workers: offered by";
+    for (const std::string& member : fresh) out_ << " " << member;
+    out_ << ", which load while the job trains\n" << std::flush;
+    for (size_t k = 0; k < fresh.size(); ++k) {
+      offered_.insert(fresh[k]);
+      assign(fresh[k], world_ + static_cast<int>(k), workers, pending_->generation, false);
+    }
   }
 
   // The group's generation as rank 0 last wrote it: a resize is complete once it reached the
@@ -281,7 +386,7 @@ class Supervisor {
     out_ << "resize   " << world_ << " -> " << workers << " workers requested"
          << (workers > world_ ? ": starting " + std::to_string(workers - world_) + " worker(s), which load while the job trains" : "") << "\n"
          << std::flush;
-    for (int r = world_; r < workers; ++r) members_.push_back({start_worker(argv_, r, workers, dir_, pending_->generation), r, pending_->generation});
+    for (int r = world_; r < workers; ++r) members_.push_back(local(start_worker(argv_, r, workers, store_, pending_->generation), r, pending_->generation));
   }
 
   void go_ahead() {
@@ -295,9 +400,8 @@ class Supervisor {
     pending_->switched = true;
   }
 
-  std::string dir_;
   std::vector<std::string> argv_;
-  std::string control_;
+  std::string control_, store_;
   std::ostream& out_;
   std::ostream& err_;
   std::vector<Member> members_;
@@ -307,7 +411,9 @@ class Supervisor {
   bool stopping_ = false;
   Clock::time_point stopping_since_{};
   int failed_ = -1, failed_rank_ = 0, failed_world_ = 0, failed_status_ = 0;
-  int min_gpus_ = 1;
+  int min_gpus_ = 1, max_gpus_ = 1;
+  Clock::time_point last_beat_{};
+  std::set<std::string> offered_, waiting_;  // other machines' offers taken, and those told to wait
   bool recoverable_ = false;                        // a checkpoint is written: a lost worker is survived
   double rejoin_seconds_ = 60;
   struct Lost {
@@ -341,30 +447,39 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
     const planner::StoredStrategy stored = checked_point(s, n);  // one line naming the count the plan lacks
     if (!stored.settings) throw InputError("--elastic needs a plan file (plan --gpus " + std::to_string(lo) + "-... --json), not a strategy file: " + *s.plan);
   }
+  std::string control, store;
   return launch_workers(
       argv, gpus, err,
       [&](const std::string& dir, std::vector<std::string>& worker_argv) {
         TrainSettings::Elastic e = s.elastic;
-        if (e.control.empty()) {
-          e.control = dir + "/control";
-          worker_argv.insert(worker_argv.end(), {"--control", e.control});
-        }
-        control::open_control(e.control, lo, hi);
-        out << "control  " << e.control << " (tensoropt status DIR, tensoropt resize DIR --gpus N; " << lo << ".." << hi << " workers)\n";
+        control = e.control.empty() ? dir + "/control" : std::filesystem::absolute(e.control).string();
+        if (e.control.empty()) worker_argv.insert(worker_argv.end(), {"--control", control});
+        control::open_control(control, lo, hi);
+        store = e.store.empty() ? "file:" + control + "/store" : e.store;
+        out << "control  " << control << " (tensoropt status DIR, tensoropt resize DIR --gpus N, tensoropt join DIR from another machine; " << lo
+            << ".." << hi << " workers)\n";
         if (!s.plan) {
           if (const int code = plan_for_workers(s, counts, dir, out, err); code != 0) return code;
-          worker_argv.insert(worker_argv.end(), {"--plan", dir + "/plan.json"});
+          // In the control directory: a worker another machine starts reads it there.
+          std::filesystem::copy_file(dir + "/plan.json", control + "/plan.json", std::filesystem::copy_options::overwrite_existing);
+          worker_argv.insert(worker_argv.end(), {"--plan", control + "/plan.json"});
         }
         if (s.elastic.max_gpus <= 0) worker_argv.insert(worker_argv.end(), {"--max-gpus", std::to_string(hi)});
         if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, hi))});
+        // The groups' keys start with the job's name, so that a store two jobs share (one Redis)
+        // never mixes them, nor a job's keys those a job before it left.
+        const std::string job = remote::this_member() + "-" + std::to_string(static_cast<int64_t>(wall_now()));
+        setenv("TENSOROPT_JOB", job.c_str(), 1);
+        control::write_json(control + "/job.json", {{"job", job}, {"store", store}, {"argv", worker_argv},
+                                                    {"cwd", std::filesystem::current_path().string()}, {"launcher", remote::this_member()}});
         out << std::flush;
         return 0;
       },
-      [&](const std::string& dir, const std::vector<std::string>& worker_argv) {
-        const std::string control = s.elastic.control.empty() ? dir + "/control" : s.elastic.control;
+      [&](const std::string&, const std::vector<std::string>& worker_argv) {
         TrainSettings::Elastic e = s.elastic;
         e.min_gpus = lo;
-        return Supervisor(dir, worker_argv, control, e, out, err).run(gpus);
+        e.max_gpus = hi;
+        return Supervisor(worker_argv, control, store, e, out, err).run(gpus);
       });
 }
 

@@ -1,6 +1,8 @@
 #include "launcher/elastic/meeting.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "launcher/elastic/control.h"
@@ -23,7 +25,9 @@ int wait_for_switch(const std::string& control, int generation) {
 
 void Meeting::start(const WorkerPlace& place, runtime::Backend& backend, int generation) {
   abandon_ = std::make_shared<std::atomic<bool>>(false);
-  std::string prefix = "g";
+  // The job's name first (TENSOROPT_JOB, set by its launcher): a store jobs share keeps them apart.
+  const char* job = std::getenv("TENSOROPT_JOB");
+  std::string prefix = job && *job ? std::string(job) + "/g" : std::string("g");
   prefix.append(std::to_string(generation));
   future_ = std::async(std::launch::async, [place, &backend, prefix, abandon = abandon_] {
     return std::make_unique<Group>(join_group(place, backend, prefix, abandon));

@@ -1,5 +1,5 @@
 // How an elastic job's workers meet (launcher/elastic/worker.h): each generation is a group under
-// its own prefix in the job's store ("g0", "g1", ...), met on a side thread so that the meeting
+// its own prefix in the job's store ("JOB/g0", "JOB/g1", ...; JOB from TENSOROPT_JOB), met on a side thread so that the meeting
 // overlaps training, and given up when the launcher regroups the job past it (regroup.json,
 // control.h); a joining worker waits for the launcher's go-ahead (switch.json).
 // Errors: CommError from a group that does not meet or is given up. Not thread-safe (a Meeting is

@@ -455,7 +455,8 @@ int run_elastic_worker(const TrainSettings& s, const WorkerPlace& start, std::os
       if (seconds_since(since) > kRegroupWaitSeconds) throw InternalError("worker " + std::to_string(place.rank) + ": " + why + "; the launcher named no new group");
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    const std::string me = std::to_string(getpid());
+    const char* member = std::getenv("TENSOROPT_MEMBER");  // a worker another machine's join started
+    const std::string me = member && *member ? member : std::to_string(getpid());
     if (!r->contains("ranks") || !r->at("ranks").contains(me)) return 0;  // not in the job any more
     place.rank = r->at("ranks").at(me).get<int>();
     place.world = r->value("workers", 1);

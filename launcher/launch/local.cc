@@ -102,7 +102,7 @@ namespace {
 
 std::vector<pid_t> start_workers(const std::vector<std::string>& argv, int gpus, const std::string& dir) {
   std::vector<pid_t> pids;
-  for (int r = 0; r < gpus; ++r) pids.push_back(start_worker(argv, r, gpus, dir, -1));
+  for (int r = 0; r < gpus; ++r) pids.push_back(start_worker(argv, r, gpus, "file:" + dir + "/store", -1));
   return pids;
 }
 
@@ -186,7 +186,8 @@ int plan_for_workers(const TrainSettings& s, const std::string& gpus, const std:
   return 0;
 }
 
-pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart) {
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& store, int generation, bool restart,
+                   int local_rank) {
   const pid_t self = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InternalError("fork failed");
@@ -194,8 +195,8 @@ pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, co
     die_with(self);
     setenv("RANK", std::to_string(rank).c_str(), 1);
     setenv("WORLD_SIZE", std::to_string(world).c_str(), 1);
-    setenv("LOCAL_RANK", std::to_string(rank).c_str(), 1);
-    setenv("TENSOROPT_RENDEZVOUS", ("file:" + dir + "/store").c_str(), 1);
+    setenv("LOCAL_RANK", std::to_string(local_rank >= 0 ? local_rank : rank).c_str(), 1);
+    setenv("TENSOROPT_RENDEZVOUS", store.c_str(), 1);
     setenv("TENSOROPT_LOCAL_LAUNCH", "1", 1);
     if (generation >= 0) setenv("TENSOROPT_GENERATION", std::to_string(generation).c_str(), 1);
     if (restart) setenv("TENSOROPT_RESTART", "1", 1);

@@ -14,12 +14,13 @@
 
 namespace tensoropt {
 
-// Forks worker `rank` of `world` running `argv` with RANK, WORLD_SIZE, LOCAL_RANK and the file
-// store in `dir` set (and TENSOROPT_GENERATION when generation >= 0, TENSOROPT_RESTART=1 with
-// `restart`: an elastic job's generation that starts again from its checkpoint); it dies with this
-// process. Rank 0 keeps stdout; in an elastic job (generation >= 0) every worker does, and prints
-// only while it is rank 0.
-pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& dir, int generation, bool restart = false);
+// Forks worker `rank` of `world` running `argv` with RANK, WORLD_SIZE, LOCAL_RANK (`local_rank`,
+// or the rank when negative) and TENSOROPT_RENDEZVOUS (`store`, a rendezvous spec) set (and
+// TENSOROPT_GENERATION when generation >= 0, TENSOROPT_RESTART=1 with `restart`: an elastic job's
+// generation that starts again from its checkpoint); it dies with this process. Rank 0 keeps
+// stdout; in an elastic job (generation >= 0) every worker does, and prints only while it is rank 0.
+pid_t start_worker(const std::vector<std::string>& argv, int rank, int world, const std::string& store, int generation, bool restart = false,
+                   int local_rank = -1);
 
 // Forks the program at the path argv[0] with `argv`, its stdout and stderr appended to `log`; it
 // dies with this process (SIGKILL, whatever ends this one). Returns its pid (exit 127 when the

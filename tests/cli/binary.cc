@@ -53,7 +53,8 @@ std::vector<pid_t> runs_with(const std::string& part) {
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string cmdline = slurp(entry.path() / "cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-    if (cmdline.rfind(std::string(TENSOROPT_BINARY) + " run ", 0) == 0 && cmdline.find(part) != std::string::npos)
+    const bool ours = cmdline.rfind(std::string(TENSOROPT_BINARY) + " run ", 0) == 0 || cmdline.rfind(std::string(TENSOROPT_BINARY) + " join ", 0) == 0;
+    if (ours && cmdline.find(part) != std::string::npos)
       out.push_back(static_cast<pid_t>(std::stol(name)));
   }
   return out;

@@ -23,8 +23,8 @@ CliResult run_cli(const std::string& args, const std::string& env = "", const st
 // A file's whole text ("" when it cannot be read).
 std::string slurp(const std::filesystem::path& path);
 
-// The processes of `TENSOROPT_BINARY run ...` whose command line holds `part` (a job's control
-// directory: its launcher's and every worker's has it).
+// The processes of `TENSOROPT_BINARY run ...` and `... join ...` whose command line holds `part` (a
+// job's control directory: its launcher's, every worker's and every joining machine's has it).
 std::vector<pid_t> runs_with(const std::string& part);
 
 // How many lines `s` holds (its '\n's).

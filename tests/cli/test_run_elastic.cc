@@ -6,6 +6,8 @@
 // (data parallelism; rank 0 lost after a resize) or else from the job's checkpoint (ZeRO-2); a
 // joining worker lost during the handover leaves the old group going on from the shards each
 // holds, and one lost before the go-ahead leaves the job at its size; a killed launcher leaves no
+// worker; a worker another machine offers (`tensoropt join`, a process the launcher did not start)
+// grows the job with the same losses, its loss is survived, and a killed launcher leaves it no
 // worker; bad requests are one line and exit 2.
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -277,6 +279,7 @@ TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 
     CHECK(has(r.err, part));
   };
   refused(run_cli("status " + dir.path), "not the control directory of an elastic job");
+  refused(run_cli("join " + dir.path), "not the control directory of an elastic job");
   refused(run_cli("resize " + dir.path + " --gpus 2"), "not the control directory of an elastic job");
   refused(run_cli("run " + kGpt + " --gpus 2 --max-gpus 4"), "--max-gpus");
   refused(run_cli("run " + kGpt + " --elastic --gpus 3 --max-gpus 2"), "outside --min-gpus 1 .. --max-gpus 2");
@@ -288,6 +291,7 @@ TEST_CASE("run --elastic, status and resize: bad requests are one line and exit 
   const test::CliResult done = run_cli("run " + kGpt + " --elastic --gpus 2 --max-gpus 3 --steps 2" + std::string(" --batch 12 --control ") + control);
   REQUIRE_MESSAGE(done.code == 0, done.err);
   refused(run_cli("resize " + control + " --gpus 3"), "the job is gone");
+  refused(run_cli("join " + control), "the job is over");
   const test::CliResult status = run_cli("status " + control);
   CHECK(status.code == 0);
   CHECK(has(status.out, "finished"));
@@ -459,6 +463,99 @@ TEST_CASE("run --elastic in a control directory another job used starts clean: n
   CHECK_FALSE(std::filesystem::exists(control + "/checkpoint.onnx.optim"));
   CHECK_FALSE(std::filesystem::exists(control + "/history.json"));
   CHECK(nlohmann::json::parse(slurp(control + "/status.json")).at("step") == 1);
+}
+
+}  // namespace tensoropt
+
+namespace tensoropt {
+namespace {
+
+// `tensoropt join CONTROL` started beside a job, as another machine would (not the launcher's
+// child); its exit code lands in DIR/join.rc.
+struct Joiner {
+  std::string dir;
+  Joiner(const std::string& d, const std::string& control) : dir(d) {
+    const std::string command = "( cd / && " + std::string(TENSOROPT_BINARY) + " join " + control + " >" + dir + "/join.out 2>" + dir +
+                                "/join.err </dev/null; echo $? >" + dir + "/join.rc.tmp; mv " + dir + "/join.rc.tmp " + dir + "/join.rc ) &";
+    REQUIRE(std::system(command.c_str()) == 0);
+  }
+  int finish(std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto start = std::chrono::steady_clock::now();
+    while (!std::filesystem::exists(dir + "/join.rc") && std::chrono::steady_clock::now() - start < limit)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return std::filesystem::exists(dir + "/join.rc") ? std::stoi(slurp(dir + "/join.rc")) : -1;
+  }
+};
+
+// Waits (a minute at most) for `path` to exist.
+bool appears(const std::string& path) {
+  for (int i = 0; i < 6000 && !std::filesystem::exists(path); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return std::filesystem::exists(path);
+}
+
+}  // namespace
+
+TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join): the losses of an unresized run; its loss survived; a killed launcher leaves it no worker") {
+  const OneDevice& one = one_device();
+  {  // The offer comes as the job starts: the resize lands within its 150 steps, the losses unchanged.
+    test::TempDir dir;
+    Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2" + kResizeOpt + " --report " + dir.path + "/report.json");
+    REQUIRE(appears(job.control + "/job.json"));
+    Joiner joiner(dir.path, job.control);
+    REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
+    CHECK(joiner.finish() == 0);
+    const std::string out = slurp(dir.path + "/out"), join_out = slurp(dir.path + "/join.out");
+    CAPTURE(out);
+    CAPTURE(join_out);
+    CHECK(has(out, "resize   1 -> 2 workers: offered by"));
+    CHECK(has(join_out, "worker   rank 1 of 2 (generation 1)"));
+    const nlohmann::json report = nlohmann::json::parse(slurp(dir.path + "/report.json"));
+    REQUIRE(report.at("resizes").size() == 1);
+    CHECK(report["resizes"][0]["to"] == 2);
+    same_steps(report.at("steps"), one.report.at("steps"), kResizeSteps);
+    CHECK(report["steps"].back()["workers"] == 2);
+  }
+  {  // Its worker killed: the job goes on from the replica the launcher's worker holds.
+    test::TempDir dir;
+    Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2 --batch 48 --steps 1200 --lr 0.0001 --report " + dir.path + "/report.json");
+    REQUIRE(appears(job.control + "/job.json"));
+    Joiner joiner(dir.path, job.control);
+    const nlohmann::json st = job.wait_for([](const nlohmann::json& s) { return s.value("workers", 0) == 2; });
+    REQUIRE_MESSAGE(st.value("workers", 0) == 2, st.dump());
+    pid_t worker = 0;
+    for (pid_t p : test::runs_with(job.control))
+      if (has(slurp("/proc/" + std::to_string(p) + "/environ"), "TENSOROPT_MEMBER=")) worker = p;
+    REQUIRE(worker > 0);
+    kill(worker, SIGKILL);
+    REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
+    CHECK(joiner.finish() == 1);
+    CHECK(has(slurp(dir.path + "/join.err"), "this machine's worker killed by signal 9"));
+    const std::string out = slurp(dir.path + "/out");
+    CAPTURE(out);
+    CHECK(has(out, "lost     rank 1 of 2 (killed by signal 9"));
+    const nlohmann::json report = nlohmann::json::parse(slurp(dir.path + "/report.json"));
+    CHECK(report.at("steps").size() == 1200);
+    CHECK(report["steps"].back()["workers"] == 1);
+  }
+  {  // The launcher killed: its own worker dies with it, the joined one once its machine sees the launcher silent.
+    test::TempDir dir;
+    Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2 --batch 48 --steps 1000000 --lr 0.0001");
+    REQUIRE(appears(job.control + "/job.json"));
+    Joiner joiner(dir.path, job.control);
+    const nlohmann::json st = job.wait_for([](const nlohmann::json& s) { return s.value("workers", 0) == 2; });
+    REQUIRE_MESSAGE(st.value("workers", 0) == 2, st.dump());
+    std::ifstream pid_file(job.control + "/launcher.pid");
+    long launcher = 0;
+    REQUIRE(static_cast<bool>(pid_file >> launcher));
+    kill(static_cast<pid_t>(launcher), SIGKILL);
+    CHECK(joiner.finish(std::chrono::seconds(30)) == 1);
+    CHECK(has(slurp(dir.path + "/join.err"), "the job's launcher stopped answering"));
+    const auto start = std::chrono::steady_clock::now();
+    while (!test::runs_with(job.control).empty() && std::chrono::steady_clock::now() - start < std::chrono::seconds(10))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK(test::runs_with(job.control).empty());
+    CHECK(job.finish() != 0);
+  }
 }
 
 }  // namespace tensoropt

@@ -1,0 +1,145 @@
+#include "launcher/elastic/join.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include "graph/error.h"
+#include "launcher/elastic/control.h"
+#include "launcher/elastic/remote.h"
+#include "launcher/launch/spawn.h"
+
+namespace tensoropt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+volatile sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+// How often this process beats and looks at the launcher's files.
+constexpr std::chrono::milliseconds kBeat{200};
+// How long a new offer waits to see the launcher beat before calling the job gone.
+constexpr std::chrono::seconds kFirstBeat{3};
+
+// The worker's command line: the launcher's, with this machine's --threads when given.
+std::vector<std::string> worker_argv(const nlohmann::ordered_json& job, std::optional<int> threads) {
+  std::vector<std::string> argv = job.at("argv").get<std::vector<std::string>>();
+  if (!threads) return argv;
+  for (size_t i = 0; i + 1 < argv.size(); ++i)
+    if (argv[i] == "--threads") {
+      argv[i + 1] = std::to_string(*threads);
+      return argv;
+    }
+  argv.insert(argv.end(), {"--threads", std::to_string(*threads)});
+  return argv;
+}
+
+}  // namespace
+
+int join_elastic(const std::string& control, std::optional<int> threads, std::ostream& out, std::ostream& err) {
+  const std::optional<nlohmann::ordered_json> job = control::read_json(control + "/job.json");
+  if (!job || !job->contains("argv") || !job->contains("store"))
+    throw InputError(control + ": not the control directory of an elastic job (run --elastic --control DIR on the first machine)");
+  if (std::filesystem::exists(control + "/ended.json")) throw InputError(control + ": the job is over");
+  remote::Pulse launcher(control + "/launcher.beat");
+  for (const auto start = Clock::now(); launcher.silent_for() >= Clock::now() - start - kBeat / 2;) {  // until the beat file changes
+    if (std::filesystem::exists(control + "/ended.json")) throw InputError(control + ": the job is over");
+    if (Clock::now() - start > kFirstBeat) throw InputError(control + ": the job is gone (its launcher has not beaten for 3 s)");
+    std::this_thread::sleep_for(kBeat);
+  }
+
+  const std::string member = remote::this_member();
+  const std::vector<std::string> argv = worker_argv(*job, threads);
+  const std::string store = job->at("store").get<std::string>();
+  setenv("TENSOROPT_MEMBER", member.c_str(), 1);
+  setenv("TENSOROPT_JOB", job->value("job", std::string()).c_str(), 1);
+  const std::string cwd = job->value("cwd", std::string());
+  if (!cwd.empty() && std::filesystem::is_directory(cwd) && chdir(cwd.c_str()) != 0) err << "tensoropt: warning: cannot enter " << cwd << "\n";
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  control::write_json(remote::offer_path(control, member), {{"member", member}, {"pid", getpid()}});
+  remote::beat(remote::beat_path(control, member));
+  out << "offered  one worker to the job in " << control << " as " << member << "; waiting for its launcher\n" << std::flush;
+  pid_t worker = 0;
+  int generation = -1;        // of the worker started last
+  bool stopped = false;       // the launcher stopped it
+  bool rejoin = false;        // and will name a new generation (a restart from the checkpoint)
+  auto last_beat = Clock::now();
+  while (true) {
+    if (Clock::now() - last_beat >= kBeat) {
+      remote::beat(remote::beat_path(control, member));
+      last_beat = Clock::now();
+    }
+    if (g_signal) {
+      if (worker > 0) kill(worker, SIGKILL);  // the job survives it as a lost worker
+      err << "tensoropt: stopped by signal " << g_signal << (worker > 0 ? "; this machine's worker was killed, the job goes on without it" : "") << "\n";
+      if (worker > 0) waitpid(worker, nullptr, 0);
+      std::filesystem::remove(remote::offer_path(control, member));
+      return 130;
+    }
+    if (launcher.silent_for() > remote::kSilence) {
+      if (worker > 0) {
+        kill(worker, SIGKILL);
+        waitpid(worker, nullptr, 0);
+      }
+      err << "tensoropt: error: the job's launcher stopped answering (no beat in " << control << " for " << remote::kSilence.count()
+          << " s)" << (worker > 0 ? "; this machine's worker was stopped" : "") << "\n";
+      return 1;
+    }
+    if (worker == 0) {
+      if (std::filesystem::exists(control + "/ended.json")) {
+        out << "ended    the job is over\n";
+        return 0;
+      }
+      const std::optional<nlohmann::ordered_json> a = control::read_json(remote::assign_path(control, member));
+      if (a && a->value("generation", -1) > generation) {
+        generation = a->value("generation", 0);
+        const int rank = a->value("rank", 0), workers = a->value("workers", 1);
+        const bool restart = a->value("restart", false);
+        out << "worker   rank " << rank << " of " << workers << " (generation " << generation << (restart ? ", from the checkpoint" : "") << ")\n" << std::flush;
+        worker = start_worker(argv, rank, workers, store, generation, restart, /*local_rank=*/0);
+        stopped = rejoin = false;
+      } else if (stopped && !rejoin) {
+        return 0;
+      }
+    } else {
+      const std::optional<nlohmann::ordered_json> stop = control::read_json(remote::stop_path(control, member));
+      if (stop && !stopped && stop->value("generation", -1) == generation) {
+        stopped = true;
+        rejoin = stop->value("rejoin", false);
+        kill(worker, stop->value("signal", SIGKILL));
+        out << "stopped  by the launcher: " << stop->value("why", std::string("")) << "\n" << std::flush;
+      }
+      int status = 0;
+      if (waitpid(worker, &status, WNOHANG) == worker) {
+        worker = 0;
+        control::write_json(remote::exit_path(control, member), {{"generation", generation}, {"status", status}});
+        if (!stopped) {
+          if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            out << "left     the worker ended well\n";
+            return 0;
+          }
+          err << "tensoropt: error: this machine's worker " << how_it_ended(status) << "\n";
+          return 1;
+        }
+        if (!rejoin) {
+          // A resize given up needs nothing more of this machine; a job stopped says why on its launcher.
+          return stop ? (stop->value("failed", false) ? 1 : 0) : 0;
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace tensoropt

@@ -1,0 +1,57 @@
+#include "launcher/elastic/remote.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+
+namespace tensoropt::remote {
+
+std::string joins_dir(const std::string& control) { return control + "/joins"; }
+std::string offer_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".json"; }
+std::string beat_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".beat"; }
+std::string assign_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".assign.json"; }
+std::string stop_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".stop.json"; }
+std::string exit_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".exit.json"; }
+
+void beat(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) std::ofstream(path).flush();
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+}
+
+std::vector<std::string> offers(const std::string& control) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(joins_dir(control), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() <= 5 || name.substr(name.size() - 5) != ".json") continue;
+    const std::string member = name.substr(0, name.size() - 5);
+    if (member.find('.') != std::string::npos) continue;  // M.assign.json, M.stop.json, M.exit.json, temporaries
+    out.push_back(member);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string this_member() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  std::string h = host[0] ? host : "host";
+  for (char& c : h)
+    if (c == '.' || c == '/') c = '_';
+  return h + "-" + std::to_string(getpid());
+}
+
+std::chrono::steady_clock::duration Pulse::silent_for() {
+  std::error_code ec;
+  const auto now = std::chrono::steady_clock::now();
+  const std::filesystem::file_time_type t = std::filesystem::last_write_time(path_, ec);
+  if (!ec && (!seen_ || t != *seen_)) {
+    if (seen_) changed_ = now;
+    seen_ = t;
+  }
+  return now - changed_;
+}
+
+}  // namespace tensoropt::remote
