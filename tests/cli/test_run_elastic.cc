@@ -30,6 +30,7 @@
 
 #include "tests/children.h"
 #include "tests/cli/binary.h"
+#include "tests/redis_server.h"
 
 namespace tensoropt {
 namespace {
@@ -495,11 +496,17 @@ bool appears(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join): the losses of an unresized run; its loss survived; a killed launcher leaves it no worker") {
+TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join): the losses of an unresized run, its loss survived, and a killed launcher leaves it no worker") {
   const OneDevice& one = one_device();
   {  // The offer comes as the job starts: the resize lands within its 150 steps, the losses unchanged.
+    // The groups meet in a Redis server (--rendezvous), as machines without a shared store's
+    // directory would, where one is installed.
+    const test::RedisServer redis;
+    std::string store;
+    if (redis.up) store = " --rendezvous " + redis.spec();
+    else MESSAGE("redis-server is not running here (Debian's redis-server package): the groups meet in CONTROL/store");
     test::TempDir dir;
-    Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2" + kResizeOpt + " --report " + dir.path + "/report.json");
+    Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2" + kResizeOpt + store + " --report " + dir.path + "/report.json");
     REQUIRE(appears(job.control + "/job.json"));
     Joiner joiner(dir.path, job.control);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
