@@ -124,7 +124,10 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
       if (waitpid(worker, &status, WNOHANG) == worker) {
         worker = 0;
         control::write_json(remote::exit_path(control, member), {{"generation", generation}, {"status", status}});
-        if (!stopped) {
+        if (!stopped && WIFEXITED(status) && WEXITSTATUS(status) == control::kExitNoReplica) {
+          stopped = rejoin = true;  // the launcher restarts the job from its checkpoint, this machine's worker with it
+          out << "restart  the job goes on from its checkpoint: waiting to be named again\n" << std::flush;
+        } else if (!stopped) {
           if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
             out << "left     the worker ended well\n";
             return 0;

@@ -40,7 +40,9 @@ struct Member {
   int rank = 0, generation = 0;
   bool done = false;
   bool cancelled = false;  // stopped by the launcher: a resize abandoned, or the job ended first
+  bool awaits_restart = false;  // left the regroup for a restart from the checkpoint
   std::string remote;
+  int assigned = -1;                     // the generation its assign file names (its files carry it)
   std::shared_ptr<remote::Pulse> pulse;  // a remote member's beat
   std::string key() const { return remote.empty() ? std::to_string(pid) : remote; }  // regroup.json's name for it
 };
@@ -74,10 +76,6 @@ class Supervisor {
     remote::beat(control_ + "/launcher.beat");
     for (int r = 0; r < gpus; ++r) members_.push_back(local(start_worker(argv_, r, gpus, store_, 0), r, 0));
     while (true) {
-      if (Clock::now() - last_beat_ > std::chrono::milliseconds(200)) {
-        remote::beat(control_ + "/launcher.beat");
-        last_beat_ = Clock::now();
-      }
       reap();
       if (regrouping_ && !stopping_ && (no_replica_ || Clock::now() - regroup_since_ > kRegroupSeconds)) {
         if (const int code = restart(world_); code != 0) return code;
@@ -119,7 +117,15 @@ class Supervisor {
   // killed by a signal (SIGKILL, the OOM killer) are lost and the job goes on without them (recover;
   // a peer that then failed in a collective with one is no loss); any other ending takes the group
   // down, a killed one named before a peer that failed in a collective with it.
+  // Touches launcher.beat when 0.2 s have passed: other machines' workers know the launcher lives.
+  void keep_beating() {
+    if (Clock::now() - last_beat_ < std::chrono::milliseconds(200)) return;
+    remote::beat(control_ + "/launcher.beat");
+    last_beat_ = Clock::now();
+  }
+
   void reap() {
+    keep_beating();  // reap runs in every wait of the launcher but one (restart's wait for a resize)
     bool signalled = false;
     std::vector<std::pair<size_t, int>> bad;  // member, wait status
     for (size_t i = 0; i < members_.size(); ++i) {
@@ -131,6 +137,7 @@ class Supervisor {
       if (m.cancelled || (WIFEXITED(status) && WEXITSTATUS(status) == 0) || stopping_) continue;
       if (regrouping_ && WIFEXITED(status) && WEXITSTATUS(status) == control::kExitNoReplica) {
         no_replica_ = true;
+        m.awaits_restart = true;  // another machine's worker is started again there
         continue;
       }
       if (pending_ && m.generation == pending_->generation && !pending_->switched) {
@@ -214,12 +221,15 @@ class Supervisor {
   int restart(int workers) {
     // Other machines' workers left go on there (their join processes start them again).
     std::vector<Member> remote_left;
-    for (Member& m : members_)
+    for (Member& m : members_) {
+      if (m.done && m.awaits_restart && !m.remote.empty()) remote_left.push_back(m);
+      m.awaits_restart = false;
       if (!m.done) {
         m.cancelled = true;
         if (!m.remote.empty()) remote_left.push_back(m);
         stop(m, SIGKILL, "the job restarts from its checkpoint", /*rejoin=*/true);
       }
+    }
     while (!std::all_of(members_.begin(), members_.end(), [](const Member& m) { return m.done; })) {
       reap();
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -242,6 +252,7 @@ class Supervisor {
           handled_ = request->value("id", int64_t{0});
           workers = std::max(workers, request->value("gpus", 0));
         }
+        keep_beating();
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
       if (workers < min_gpus_) {
@@ -295,7 +306,7 @@ class Supervisor {
       return;
     }
     control::write_json(remote::stop_path(control_, m.remote),
-                        {{"generation", m.generation}, {"signal", SIGKILL}, {"why", why}, {"rejoin", rejoin}, {"failed", failed}});
+                        {{"generation", m.assigned}, {"signal", SIGKILL}, {"why", why}, {"rejoin", rejoin}, {"failed", failed}});
   }
 
   // Whether member m ended, with its wait status: a local one by waitpid, another machine's by the
@@ -303,7 +314,7 @@ class Supervisor {
   bool ended(Member& m, int& status) {
     if (m.remote.empty()) return waitpid(m.pid, &status, WNOHANG) == m.pid;
     if (const std::optional<nlohmann::ordered_json> e = control::read_json(remote::exit_path(control_, m.remote));
-        e && e->value("generation", -1) == m.generation) {
+        e && e->value("generation", -1) == m.assigned) {
       status = e->value("status", 0);
       return true;
     }
@@ -321,6 +332,7 @@ class Supervisor {
     m.rank = rank;
     m.generation = generation;
     m.remote = member;
+    m.assigned = generation;
     m.pulse = std::make_shared<remote::Pulse>(remote::beat_path(control_, member));
     members_.push_back(m);
     control::write_json(remote::assign_path(control_, member), {{"generation", generation}, {"rank", rank}, {"workers", workers}, {"restart", restart}});

@@ -544,6 +544,41 @@ TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join):
     CHECK(report.at("steps").size() == 1200);
     CHECK(report["steps"].back()["workers"] == 1);
   }
+  {  // ZeRO-2 at each count's smallest point: a launcher's worker lost, no one holds the whole state, and
+    // the job restarts from its checkpoint with the joined machine's worker started again there.
+    test::TempDir dir;
+    const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
+    REQUIRE_MESSAGE(plan.code == 0, plan.err);
+    nlohmann::json smallest = nlohmann::json::parse(slurp(dir.path + "/plan.json"));
+    for (auto& f : smallest["frontiers"]) f["chosen"] = f["points"].size() - 1;
+    std::ofstream(dir.path + "/smallest.json") << smallest.dump();
+    Job job(dir.path, kGpt + " --elastic --gpus 2 --max-gpus 3" + kShortOpt + " --plan " + dir.path + "/smallest.json --report " + dir.path + "/report.json");
+    REQUIRE(appears(job.control + "/job.json"));
+    Joiner joiner(dir.path, job.control);
+    const nlohmann::json st = job.wait_for([](const nlohmann::json& s) { return s.value("step", 0) >= 105 && s.value("workers", 0) == 3; });
+    REQUIRE_MESSAGE(st.value("workers", 0) == 3, st.dump());
+    pid_t victim = 0;
+    for (pid_t p : test::runs_with(job.control)) {
+      std::string env = slurp("/proc/" + std::to_string(p) + "/environ");
+      std::replace(env.begin(), env.end(), '\0', '\n');
+      if (has("\n" + env, "\nRANK=1\n") && !has(env, "TENSOROPT_MEMBER=")) victim = p;
+    }
+    REQUIRE(victim > 0);
+    kill(victim, SIGKILL);
+    REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
+    CHECK(joiner.finish() == 0);
+    const std::string out = slurp(dir.path + "/out"), join_out = slurp(dir.path + "/join.out");
+    CAPTURE(out);
+    CAPTURE(join_out);
+    CHECK(has(out, "restart  2 workers from the checkpoint"));
+    CHECK(has(join_out, "worker   rank 1 of 2 (generation "));
+    CHECK(has(join_out, ", from the checkpoint)"));
+    const nlohmann::json report = nlohmann::json::parse(slurp(dir.path + "/report.json"));
+    REQUIRE(report.at("recoveries").size() == 1);
+    CHECK(report["recoveries"][0].at("source") == "checkpoint");
+    same_steps(report.at("steps"), one.report.at("steps"), 130);
+    CHECK(report["steps"].back()["workers"] == 2);
+  }
   {  // The launcher killed: its own worker dies with it, the joined one once its machine sees the launcher silent.
     test::TempDir dir;
     Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2 --batch 48 --steps 1000000 --lr 0.0001");
