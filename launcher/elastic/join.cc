@@ -41,6 +41,20 @@ std::vector<std::string> worker_argv(const nlohmann::ordered_json& job, std::opt
   return argv;
 }
 
+// This process's place on its machine when a launcher started it (torchrun's LOCAL_RANK, srun's
+// SLURM_LOCALID, mpirun's OMPI_COMM_WORLD_LOCAL_RANK): its worker takes that device; else 0.
+int local_rank() {
+  for (const char* name : {"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*end != '\0' || x < 0 || x > 1 << 16) throw InputError(std::string(name) + "=" + v + ": not a local rank");
+    return static_cast<int>(x);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int join_elastic(const std::string& control, std::optional<int> threads, std::ostream& out, std::ostream& err) {
@@ -55,6 +69,7 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
     std::this_thread::sleep_for(kBeat);
   }
 
+  const int device = local_rank();
   const std::string member = remote::this_member();
   const std::vector<std::string> argv = worker_argv(*job, threads);
   const std::string store = job->at("store").get<std::string>();
@@ -107,7 +122,7 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
         const int rank = a->value("rank", 0), workers = a->value("workers", 1);
         const bool restart = a->value("restart", false);
         out << "worker   rank " << rank << " of " << workers << " (generation " << generation << (restart ? ", from the checkpoint" : "") << ")\n" << std::flush;
-        worker = start_worker(argv, rank, workers, store, generation, restart, /*local_rank=*/0);
+        worker = start_worker(argv, rank, workers, store, generation, restart, device);
         stopped = rejoin = false;
       } else if (stopped && !rejoin) {
         return 0;

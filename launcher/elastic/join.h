@@ -8,7 +8,10 @@
 // --rendezvous) and takes part from the switch on, exactly as a worker the launcher started does.
 // This process stays beside its worker: it beats (DIR/joins/M.beat) so that the launcher knows the
 // machine is there, passes on the launcher's stop, and writes how the worker ended. After a lost
-// worker elsewhere, a restart from the checkpoint starts this machine's worker again.
+// worker elsewhere, a restart from the checkpoint starts this machine's worker again. Its device is
+// the local rank a launcher gave this process (LOCAL_RANK, SLURM_LOCALID or
+// OMPI_COMM_WORLD_LOCAL_RANK; else 0), so `srun --ntasks-per-node 8 tensoropt join DIR` offers a
+// node's eight GPUs.
 //
 // Ends: 0 when its worker ended well (the job finished, or a shrink let it go) or the launcher
 // stopped it for a resize given up; 1 when the worker failed or the launcher stopped answering

@@ -475,8 +475,8 @@ namespace {
 // child); its exit code lands in DIR/join.rc.
 struct Joiner {
   std::string dir;
-  Joiner(const std::string& d, const std::string& control) : dir(d) {
-    const std::string command = "( cd / && " + std::string(TENSOROPT_BINARY) + " join " + control + " >" + dir + "/join.out 2>" + dir +
+  Joiner(const std::string& d, const std::string& control, const std::string& env = "") : dir(d) {
+    const std::string command = "( cd / && " + env + std::string(TENSOROPT_BINARY) + " join " + control + " >" + dir + "/join.out 2>" + dir +
                                 "/join.err </dev/null; echo $? >" + dir + "/join.rc.tmp; mv " + dir + "/join.rc.tmp " + dir + "/join.rc ) &";
     REQUIRE(std::system(command.c_str()) == 0);
   }
@@ -522,17 +522,21 @@ TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join):
     same_steps(report.at("steps"), one.report.at("steps"), kResizeSteps);
     CHECK(report["steps"].back()["workers"] == 2);
   }
-  {  // Its worker killed: the job goes on from the replica the launcher's worker holds.
+  {  // Its worker killed: the job goes on from the replica the launcher's worker holds. The joining
+    // process was given local rank 1 (by srun, say): its worker takes that device.
     test::TempDir dir;
     Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2 --batch 48 --steps 1200 --lr 0.0001 --report " + dir.path + "/report.json");
     REQUIRE(appears(job.control + "/job.json"));
-    Joiner joiner(dir.path, job.control);
+    Joiner joiner(dir.path, job.control, "SLURM_LOCALID=1 ");
     const nlohmann::json st = job.wait_for([](const nlohmann::json& s) { return s.value("workers", 0) == 2; });
     REQUIRE_MESSAGE(st.value("workers", 0) == 2, st.dump());
     pid_t worker = 0;
     for (pid_t p : test::runs_with(job.control))
       if (has(slurp("/proc/" + std::to_string(p) + "/environ"), "TENSOROPT_MEMBER=")) worker = p;
     REQUIRE(worker > 0);
+    std::string env = slurp("/proc/" + std::to_string(worker) + "/environ");
+    std::replace(env.begin(), env.end(), '\0', '\n');
+    CHECK(has("\n" + env, "\nLOCAL_RANK=1\n"));
     kill(worker, SIGKILL);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
     CHECK(joiner.finish() == 1);
