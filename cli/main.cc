@@ -190,7 +190,7 @@ void add_run(CLI::App& app, Run& o) {
   rn->add_option("model", train.model, "ONNX model file")->required();
   rn->add_option("--gpus,-g", o.gpus, "Workers: 1 trains in this process; N > 1 starts N workers here (or, under torchrun/srun/mpirun, must be the world size)")
       ->capture_default_str()->check(cli::integer(1));
-  rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet, or an elastic job's groups (default CONTROL/store): file:DIR (a shared directory) or redis://HOST:PORT");
+  rn->add_option("--rendezvous", o.rendezvous, "Where workers started by torchrun/srun/mpirun meet, or an elastic job's groups (default CONTROL/elastic-store): file:DIR (a shared directory) or redis://HOST:PORT");
   rn->add_option("--device", o.device, "cpu (Eigen kernels) or cuda (one GPU per process; tensoropt devices shows the GPUs); default: cuda where a GPU is visible and this build has CUDA, else cpu");
   rn->add_option("--steps", train.steps, "Training steps")->capture_default_str()->check(cli::integer<int64_t>(1));
   rn->add_option("--batch,-b", o.batch, "Global batch size (default 8; a fixed-batch export is re-batched)")->check(cli::integer<int64_t>(1));

@@ -50,11 +50,11 @@ void open_control(const std::string& dir, int min_gpus, int max_gpus) {
   // checkpoint, nor status and resize read its state.
   // Nor a machine offer a worker to it, nor a group meet that job's keys in its file store.
   for (const char* stale : {"request.json", "switch.json", "regroup.json", "status.json", "recovery.json", "history.json", "checkpoint.onnx",
-                            "checkpoint.onnx.optim", "job.json", "ended.json", "launcher.beat", "plan.json"})
+                            "checkpoint.onnx.optim", "job.json", "ended.json", "launcher.beat", "elastic-plan.json"})
     std::filesystem::remove(dir + "/" + stale, ec);
-  for (const char* stale : {"/joins", "/store"}) std::filesystem::remove_all(dir + stale, ec);
+  for (const char* stale : {"/elastic-joins", "/elastic-store"}) std::filesystem::remove_all(dir + stale, ec);
   for (const auto& entry : std::filesystem::directory_iterator(dir + "/ready", ec)) std::filesystem::remove(entry.path(), ec);
-  std::filesystem::create_directories(dir + "/joins", ec);
+  std::filesystem::create_directories(dir + "/elastic-joins", ec);
   write_json(dir + "/limits.json", {{"min_gpus", min_gpus}, {"max_gpus", max_gpus}});
   std::ofstream(dir + "/launcher.pid") << getpid() << "\n";
 }

@@ -16,9 +16,10 @@
 //                  (launcher/elastic/worker.h), or exit kExitNoReplica when none holds it whole;
 //   status.json    the running job as rank 0 last saw it (read_status's fields), after each step
 //                  at most every 0.2 s and at every resize and at the end;
-//   plan.json      the plan the launcher made for the job (when --plan was not given);
-//   store/         the file store the job's groups meet in (unless --rendezvous names another);
-//   job.json, launcher.beat, ended.json, joins/: how workers from other machines join (remote.h).
+//   elastic-plan.json  the plan the launcher made for the job (when --plan was not given);
+//   elastic-store/     the file store the job's groups meet in (unless --rendezvous names another);
+//   job.json, launcher.beat, ended.json, elastic-joins/: how workers from other machines join
+//                  (remote.h). Only these names are removed when a job starts in DIR.
 //
 // Thread-safety: free functions; the files are the only shared state. Errors: InputError naming
 // DIR for a directory that is not an elastic job's, a job that is gone or an N outside its limits.

@@ -467,14 +467,14 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
         control = e.control.empty() ? dir + "/control" : std::filesystem::absolute(e.control).string();
         if (e.control.empty()) worker_argv.insert(worker_argv.end(), {"--control", control});
         control::open_control(control, lo, hi);
-        store = e.store.empty() ? "file:" + control + "/store" : e.store;
+        store = e.store.empty() ? "file:" + control + "/elastic-store" : e.store;
         out << "control  " << control << " (tensoropt status DIR, tensoropt resize DIR --gpus N, tensoropt join DIR from another machine; " << lo
             << ".." << hi << " workers)\n";
         if (!s.plan) {
           if (const int code = plan_for_workers(s, counts, dir, out, err); code != 0) return code;
           // In the control directory: a worker another machine starts reads it there.
-          std::filesystem::copy_file(dir + "/plan.json", control + "/plan.json", std::filesystem::copy_options::overwrite_existing);
-          worker_argv.insert(worker_argv.end(), {"--plan", control + "/plan.json"});
+          std::filesystem::copy_file(dir + "/plan.json", control + "/elastic-plan.json", std::filesystem::copy_options::overwrite_existing);
+          worker_argv.insert(worker_argv.end(), {"--plan", control + "/elastic-plan.json"});
         }
         if (s.elastic.max_gpus <= 0) worker_argv.insert(worker_argv.end(), {"--max-gpus", std::to_string(hi)});
         if (s.threads <= 0) worker_argv.insert(worker_argv.end(), {"--threads", std::to_string(kernel_threads(s, hi))});

@@ -7,7 +7,7 @@
 
 namespace tensoropt::remote {
 
-std::string joins_dir(const std::string& control) { return control + "/joins"; }
+std::string joins_dir(const std::string& control) { return control + "/elastic-joins"; }
 std::string offer_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".json"; }
 std::string beat_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".beat"; }
 std::string assign_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".assign.json"; }

@@ -2,17 +2,20 @@
 // machine (docs/runtime.md "Workers from other machines"). The launcher and each joining machine
 // talk through the job's control directory, which both see (a shared file system), in files
 // written whole (control.h write_json):
-//   job.json              {"job": ID, "store": SPEC, "argv": [...], "cwd": ..., "host": ...}: the
-//                         launcher's; how a worker of this job is started, where the groups meet
-//                         (file:DIR or redis://HOST:PORT), the key every group's prefix starts with;
-//   launcher.beat         touched by the launcher about every 0.2 s while the job runs;
-//   ended.json            the job is over: a joining machine stops waiting;
-//   joins/M.json          machine M ("HOST-PID" of its join process) offers one worker;
-//   joins/M.beat          touched by M's join process about every 0.2 s;
-//   joins/M.assign.json   {"generation": G, "rank": R, "workers": N, "restart": bool}: the launcher
-//                         makes M's worker rank R of generation G (a newer one after a restart);
-//   joins/M.stop.json     {"generation": G, "signal": S}: the launcher stops M's worker of G;
-//   joins/M.exit.json     {"generation": G, "status": W}: how M's worker of G ended (a wait status).
+//   job.json        {"job": ID, "store": SPEC, "argv": [...], "cwd": ..., "launcher": HOST-PID}:
+//                   how a worker of this job is started, where the groups meet (file:DIR or
+//                   redis://HOST:PORT), the key every group's prefix starts with;
+//   launcher.beat   touched by the launcher about every 0.2 s while the job runs;
+//   ended.json      the job is over: a joining machine stops waiting;
+//   elastic-joins/M.json         machine M ("HOST-PID" of its join process) offers one worker;
+//   elastic-joins/M.beat         touched by M's join process about every 0.2 s;
+//   elastic-joins/M.assign.json  {"generation": G, "rank": R, "workers": N, "restart": bool}: the
+//                                launcher makes M's worker rank R of generation G (a newer one
+//                                after a restart);
+//   elastic-joins/M.stop.json    {"generation": G, "signal": S, "why": ..., "rejoin": bool,
+//                                "failed": bool}: the launcher stops M's worker of G;
+//   elastic-joins/M.exit.json    {"generation": G, "status": W}: how M's worker of G ended (a
+//                                wait status).
 // Liveness is judged by a beat file's modification time changing, on the watcher's own clock, so
 // clocks need not agree across machines.
 // Thread-safety: free functions and a Pulse per watcher; the files are the only shared state.
@@ -39,7 +42,7 @@ std::string exit_path(const std::string& control, const std::string& member);
 // Sets `path`'s modification time to now (made empty when missing).
 void beat(const std::string& path);
 
-// The members that offered a worker (joins/*.json, not the assign/stop/exit files), sorted.
+// The members that offered a worker (elastic-joins/*.json, not the assign/stop/exit files), sorted.
 std::vector<std::string> offers(const std::string& control);
 
 // "HOST-PID": this process as a member.

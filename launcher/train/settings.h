@@ -41,7 +41,7 @@ struct TrainSettings {
     int min_gpus = 1, max_gpus = 0;  // 0: --gpus
     std::string control;             // the control directory (launcher/elastic/control.h)
     // Where the job's groups meet (--rendezvous file:DIR or redis://HOST:PORT); empty: the file
-    // store CONTROL/store, which machines sharing the control directory share too.
+    // store CONTROL/elastic-store, which machines sharing the control directory share too.
     std::string store;
     // Every this many steps the job writes DIR/checkpoint.onnx, from which it goes on when a
     // worker is lost; 0: never (a lost worker ends the job); -1: automatic (launcher/elastic/worker.h).
