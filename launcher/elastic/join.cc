@@ -116,29 +116,28 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
         out << "ended    the job is over\n";
         return 0;
       }
-      const std::optional<nlohmann::ordered_json> a = control::read_json(remote::assign_path(control, member));
-      if (a && a->value("generation", -1) > generation) {
-        generation = a->value("generation", 0);
-        const int rank = a->value("rank", 0), workers = a->value("workers", 1);
-        const bool restart = a->value("restart", false);
-        out << "worker   rank " << rank << " of " << workers << " (generation " << generation << (restart ? ", from the checkpoint" : "") << ")\n" << std::flush;
-        worker = start_worker(argv, rank, workers, store, generation, restart, device);
+      const std::optional<remote::Assignment> a = remote::read_assignment(control, member);
+      if (a && a->generation > generation) {
+        generation = a->generation;
+        out << "worker   rank " << a->rank << " of " << a->workers << " (generation " << generation << (a->restart ? ", from the checkpoint" : "") << ")\n"
+            << std::flush;
+        worker = start_worker(argv, a->rank, a->workers, store, generation, a->restart, device);
         stopped = rejoin = false;
       } else if (stopped && !rejoin) {
         return 0;
       }
     } else {
-      const std::optional<nlohmann::ordered_json> stop = control::read_json(remote::stop_path(control, member));
-      if (stop && !stopped && stop->value("generation", -1) == generation) {
+      const std::optional<remote::Stop> stop = remote::read_stop(control, member);
+      if (stop && !stopped && stop->generation == generation) {
         stopped = true;
-        rejoin = stop->value("rejoin", false);
-        kill(worker, stop->value("signal", SIGKILL));
-        out << "stopped  by the launcher: " << stop->value("why", std::string("")) << "\n" << std::flush;
+        rejoin = stop->rejoin;
+        kill(worker, SIGKILL);
+        out << "stopped  by the launcher: " << stop->why << "\n" << std::flush;
       }
       int status = 0;
       if (waitpid(worker, &status, WNOHANG) == worker) {
         worker = 0;
-        control::write_json(remote::exit_path(control, member), {{"generation", generation}, {"status", status}});
+        remote::write_exit(control, member, generation, status);
         if (!stopped && WIFEXITED(status) && WEXITSTATUS(status) == control::kExitNoReplica) {
           stopped = rejoin = true;  // the launcher restarts the job from its checkpoint, this machine's worker with it
           out << "restart  the job goes on from its checkpoint: waiting to be named again\n" << std::flush;
@@ -152,7 +151,7 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
         }
         if (!rejoin) {
           // A resize given up needs nothing more of this machine; a job stopped says why on its launcher.
-          return stop ? (stop->value("failed", false) ? 1 : 0) : 0;
+          return stop && stop->failed ? 1 : 0;
         }
       }
     }

@@ -43,6 +43,7 @@ struct Member {
   bool awaits_restart = false;  // left the regroup for a restart from the checkpoint
   std::string remote;
   int assigned = -1;                     // the generation its assign file names (its files carry it)
+  bool stop_sent = false;
   std::shared_ptr<remote::Pulse> pulse;  // a remote member's beat
   std::string key() const { return remote.empty() ? std::to_string(pid) : remote; }  // regroup.json's name for it
 };
@@ -299,23 +300,23 @@ class Supervisor {
   }
 
   // Sends `sig` to a member: a local process directly, another machine's through its stop file
-  // (its join process kills the worker; `rejoin`: it then waits to be named again).
-  void stop(const Member& m, int sig, const std::string& why, bool rejoin = false, bool failed = false) {
+  // (its join process kills the worker with SIGKILL; `rejoin`: it then waits to be named again).
+  void stop(Member& m, int sig, const std::string& why, bool rejoin = false, bool failed = false) {
     if (m.remote.empty()) {
       kill(m.pid, sig);
       return;
     }
-    control::write_json(remote::stop_path(control_, m.remote),
-                        {{"generation", m.assigned}, {"signal", SIGKILL}, {"why", why}, {"rejoin", rejoin}, {"failed", failed}});
+    if (m.stop_sent) return;  // the first word stands (its machine kills the worker at once)
+    m.stop_sent = true;
+    remote::write_stop(control_, m.remote, {m.assigned, why, rejoin, failed});
   }
 
   // Whether member m ended, with its wait status: a local one by waitpid, another machine's by the
   // exit its join process wrote, or by its silence (as if killed).
   bool ended(Member& m, int& status) {
     if (m.remote.empty()) return waitpid(m.pid, &status, WNOHANG) == m.pid;
-    if (const std::optional<nlohmann::ordered_json> e = control::read_json(remote::exit_path(control_, m.remote));
-        e && e->value("generation", -1) == m.assigned) {
-      status = e->value("status", 0);
+    if (const std::optional<int> s = remote::read_exit(control_, m.remote, m.assigned)) {
+      status = *s;
       return true;
     }
     if (m.pulse->silent_for() > remote::kSilence) {
@@ -335,7 +336,7 @@ class Supervisor {
     m.assigned = generation;
     m.pulse = std::make_shared<remote::Pulse>(remote::beat_path(control_, member));
     members_.push_back(m);
-    control::write_json(remote::assign_path(control_, member), {{"generation", generation}, {"rank", rank}, {"workers", workers}, {"restart", restart}});
+    remote::write_assignment(control_, member, {generation, rank, workers, restart});
     return members_.back();
   }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include "launcher/elastic/control.h"
+
 namespace tensoropt::remote {
 
 std::string joins_dir(const std::string& control) { return control + "/elastic-joins"; }
@@ -32,6 +34,36 @@ std::vector<std::string> offers(const std::string& control) {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+void write_assignment(const std::string& control, const std::string& member, const Assignment& a) {
+  control::write_json(assign_path(control, member), {{"generation", a.generation}, {"rank", a.rank}, {"workers", a.workers}, {"restart", a.restart}});
+}
+
+std::optional<Assignment> read_assignment(const std::string& control, const std::string& member) {
+  const std::optional<nlohmann::ordered_json> j = control::read_json(assign_path(control, member));
+  if (!j) return std::nullopt;
+  return Assignment{j->value("generation", 0), j->value("rank", 0), j->value("workers", 1), j->value("restart", false)};
+}
+
+void write_stop(const std::string& control, const std::string& member, const Stop& s) {
+  control::write_json(stop_path(control, member), {{"generation", s.generation}, {"why", s.why}, {"rejoin", s.rejoin}, {"failed", s.failed}});
+}
+
+std::optional<Stop> read_stop(const std::string& control, const std::string& member) {
+  const std::optional<nlohmann::ordered_json> j = control::read_json(stop_path(control, member));
+  if (!j) return std::nullopt;
+  return Stop{j->value("generation", -1), j->value("why", std::string()), j->value("rejoin", false), j->value("failed", false)};
+}
+
+void write_exit(const std::string& control, const std::string& member, int generation, int status) {
+  control::write_json(exit_path(control, member), {{"generation", generation}, {"status", status}});
+}
+
+std::optional<int> read_exit(const std::string& control, const std::string& member, int generation) {
+  const std::optional<nlohmann::ordered_json> j = control::read_json(exit_path(control, member));
+  if (!j || j->value("generation", -1) != generation) return std::nullopt;
+  return j->value("status", 0);
 }
 
 std::string this_member() {

@@ -12,8 +12,8 @@
 //   elastic-joins/M.assign.json  {"generation": G, "rank": R, "workers": N, "restart": bool}: the
 //                                launcher makes M's worker rank R of generation G (a newer one
 //                                after a restart);
-//   elastic-joins/M.stop.json    {"generation": G, "signal": S, "why": ..., "rejoin": bool,
-//                                "failed": bool}: the launcher stops M's worker of G;
+//   elastic-joins/M.stop.json    {"generation": G, "why": ..., "rejoin": bool, "failed": bool}: the
+//                                launcher stops M's worker of G (M kills it);
 //   elastic-joins/M.exit.json    {"generation": G, "status": W}: how M's worker of G ended (a
 //                                wait status).
 // Liveness is judged by a beat file's modification time changing, on the watcher's own clock, so
@@ -44,6 +44,25 @@ void beat(const std::string& path);
 
 // The members that offered a worker (elastic-joins/*.json, not the assign/stop/exit files), sorted.
 std::vector<std::string> offers(const std::string& control);
+
+// The launcher's word to member M, and M's answer (the files above).
+struct Assignment {
+  int generation = 0, rank = 0, workers = 1;
+  bool restart = false;  // from the job's checkpoint
+};
+struct Stop {
+  int generation = 0;  // of the worker to stop
+  std::string why;
+  bool rejoin = false;  // M is named again (a restart from the checkpoint)
+  bool failed = false;  // the job stops for a failure
+};
+void write_assignment(const std::string& control, const std::string& member, const Assignment& a);
+std::optional<Assignment> read_assignment(const std::string& control, const std::string& member);
+void write_stop(const std::string& control, const std::string& member, const Stop& s);
+std::optional<Stop> read_stop(const std::string& control, const std::string& member);
+void write_exit(const std::string& control, const std::string& member, int generation, int status);
+// The wait status M's worker of `generation` ended with, once M wrote it.
+std::optional<int> read_exit(const std::string& control, const std::string& member, int generation);
 
 // "HOST-PID": this process as a member.
 std::string this_member();
