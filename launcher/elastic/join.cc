@@ -96,9 +96,13 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
       last_beat = Clock::now();
     }
     if (g_signal) {
-      if (worker > 0) kill(worker, SIGKILL);  // the job survives it as a lost worker
+      if (worker > 0) {  // the job survives it as a lost worker, told at once
+        kill(worker, SIGKILL);
+        int status = 0;
+        waitpid(worker, &status, 0);
+        remote::write_exit(control, member, generation, status);
+      }
       err << "tensoropt: stopped by signal " << g_signal << (worker > 0 ? "; this machine's worker was killed, the job goes on without it" : "") << "\n";
-      if (worker > 0) waitpid(worker, nullptr, 0);
       std::filesystem::remove(remote::offer_path(control, member));
       return 130;
     }

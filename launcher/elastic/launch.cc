@@ -172,6 +172,7 @@ class Supervisor {
   // --min-gpus are left, or they do not meet, restart() starts them again from the checkpoint.
   // Returns 0, or the launcher's exit code when the job cannot go on.
   int recover() {
+    follow_status();  // a resize the group completed since the last look is not one under way
     last_ranks_ = nlohmann::json::array();
     last_lost_.clear();
     for (const Lost& l : lost_) {
