@@ -41,7 +41,9 @@ void write_json(const std::string& path, const nlohmann::ordered_json& doc);
 // The JSON document at `path`; nullopt when there is none (or it cannot be parsed: being replaced).
 std::optional<nlohmann::ordered_json> read_json(const std::string& path);
 
-// Whether the launcher whose pid DIR/launcher.pid holds still runs.
+// Whether the job's launcher still runs: the process DIR/launcher.pid names, on this machine; a
+// launcher on another machine (job.json names it) by its beat file changing within 0.6 s. A job
+// that wrote ended.json is gone.
 bool job_alive(const std::string& dir);
 
 // Makes DIR (and its parents) a control directory for this process's job with those limits, the

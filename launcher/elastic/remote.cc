@@ -66,14 +66,16 @@ std::optional<int> read_exit(const std::string& control, const std::string& memb
   return j->value("status", 0);
 }
 
-std::string this_member() {
+std::string this_host() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
   std::string h = host[0] ? host : "host";
   for (char& c : h)
     if (c == '.' || c == '/') c = '_';
-  return h + "-" + std::to_string(getpid());
+  return h;
 }
+
+std::string this_member() { return this_host() + "-" + std::to_string(getpid()); }
 
 std::chrono::steady_clock::duration Pulse::silent_for() {
   std::error_code ec;

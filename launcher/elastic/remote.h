@@ -64,8 +64,9 @@ void write_exit(const std::string& control, const std::string& member, int gener
 // The wait status M's worker of `generation` ended with, once M wrote it.
 std::optional<int> read_exit(const std::string& control, const std::string& member, int generation);
 
-// "HOST-PID": this process as a member.
+// "HOST-PID": this process as a member; this machine's host name as it appears there.
 std::string this_member();
+std::string this_host();
 
 // Watches one beat file: how long since its modification time last changed, on this clock
 // (from the first look when it never changed; a missing file is silent).
