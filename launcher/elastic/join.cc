@@ -69,6 +69,16 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
     std::this_thread::sleep_for(kBeat);
   }
 
+  // The job's workers must be reachable from here: on another machine they listen on the interface
+  // GLOO_SOCKET_IFNAME named when the job started (and this machine's worker on its own, or the same name).
+  const std::string job_iface = job->value("gloo_socket_ifname", std::string());
+  const std::string launcher_member = job->value("launcher", std::string());
+  const bool elsewhere = launcher_member.substr(0, launcher_member.rfind('-')) != remote::this_host();
+  if (elsewhere && job_iface.empty())
+    throw InputError(control + ": the job's workers listen on 127.0.0.1 only; start it with GLOO_SOCKET_IFNAME=IFACE (the network interface other "
+                     "machines reach it on) to take workers from other machines");
+  const char* own_iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (!(own_iface && *own_iface) && !job_iface.empty()) setenv("GLOO_SOCKET_IFNAME", job_iface.c_str(), 1);
   const int device = local_rank();
   const std::string member = remote::this_member();
   const std::vector<std::string> argv = worker_argv(*job, threads);

@@ -484,8 +484,11 @@ int launch_elastic(const std::vector<std::string>& argv, int gpus, const TrainSe
         // never mixes them, nor a job's keys those a job before it left.
         const std::string job = remote::this_member() + "-" + std::to_string(static_cast<int64_t>(wall_now()));
         setenv("TENSOROPT_JOB", job.c_str(), 1);
+        // Without GLOO_SOCKET_IFNAME the workers listen on loopback: no other machine can join.
+        const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
         control::write_json(control + "/job.json", {{"job", job}, {"store", store}, {"argv", worker_argv},
-                                                    {"cwd", std::filesystem::current_path().string()}, {"launcher", remote::this_member()}});
+                                                    {"cwd", std::filesystem::current_path().string()}, {"launcher", remote::this_member()},
+                                                    {"gloo_socket_ifname", iface ? iface : ""}});
         out << std::flush;
         return 0;
       },

@@ -1,5 +1,7 @@
 #include "launcher/launch/group.h"
 
+#include <cstdlib>
+
 #include "launcher/comm/gloo_communicator.h"
 #include "launcher/runtime/cuda/backend.h"
 #ifdef TENSOROPT_HAVE_CUDA
@@ -15,7 +17,10 @@ Group join_group(const WorkerPlace& place, runtime::Backend& backend, const std:
   go.rendezvous = place.rendezvous;
   go.prefix = prefix;
   go.abandon = std::move(abandon);
-  if (place.local) go.hostname = "127.0.0.1";
+  // Workers this machine's launcher started listen on loopback, unless GLOO_SOCKET_IFNAME names the
+  // interface other machines reach them on (an elastic job taking workers from them).
+  const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
+  if (place.local && !(iface && *iface)) go.hostname = "127.0.0.1";
   Group group;
   group.gloo = comm::make_gloo_communicator(go);
 #ifdef TENSOROPT_HAVE_CUDA

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "graph/error.h"
 #include "launcher/elastic/control.h"
+#include "launcher/elastic/join.h"
 #include "launcher/elastic/remote.h"
 #include "tests/children.h"
 
@@ -51,6 +53,27 @@ TEST_CASE("elastic control: a launcher on another machine is alive while it beat
   std::filesystem::remove(control + "/ended.json");
   control::write_json(control + "/job.json", {{"job", "j"}, {"launcher", remote::this_member()}});
   CHECK(control::job_alive(control));  // launcher.pid is this process
+}
+
+TEST_CASE("elastic join: a job on another machine whose workers listen on loopback is refused in one line, before anything starts") {
+  test::TempDir dir;
+  const std::string control = dir.path + "/control";
+  control::open_control(control, 1, 4);
+  control::write_json(control + "/job.json", {{"job", "j"}, {"store", "file:" + control + "/elastic-store"}, {"argv", {"tensoropt", "run"}},
+                                              {"launcher", "elsewhere-1"}, {"gloo_socket_ifname", ""}});
+  std::atomic<bool> beating{true};
+  std::thread launcher([&] {
+    while (beating) {
+      remote::beat(control + "/launcher.beat");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::ostringstream out, err;
+  CHECK_THROWS_WITH_AS(join_elastic(control, std::nullopt, out, err), doctest::Contains("listen on 127.0.0.1 only; start it with GLOO_SOCKET_IFNAME"),
+                       InputError);
+  beating = false;
+  launcher.join();
+  CHECK(remote::offers(control).empty());  // no offer was made
 }
 
 }  // namespace tensoropt
