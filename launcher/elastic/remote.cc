@@ -3,6 +3,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <iterator>
 #include <fstream>
 
 #include "launcher/elastic/control.h"
@@ -17,9 +20,8 @@ std::string stop_path(const std::string& control, const std::string& member) { r
 std::string exit_path(const std::string& control, const std::string& member) { return joins_dir(control) + "/" + member + ".exit.json"; }
 
 void beat(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) std::ofstream(path).flush();
-  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now(), ec);
+  static std::atomic<uint64_t> count{0};
+  std::ofstream(path, std::ios::trunc) << getpid() << " " << ++count << "\n";
 }
 
 std::vector<std::string> offers(const std::string& control) {
@@ -78,12 +80,14 @@ std::string this_host() {
 std::string this_member() { return this_host() + "-" + std::to_string(getpid()); }
 
 std::chrono::steady_clock::duration Pulse::silent_for() {
-  std::error_code ec;
   const auto now = std::chrono::steady_clock::now();
-  const std::filesystem::file_time_type t = std::filesystem::last_write_time(path_, ec);
-  if (!ec && (!seen_ || t != *seen_)) {
-    if (seen_) changed_ = now;
-    seen_ = t;
+  std::ifstream f(path_);
+  if (f) {
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (!seen_ || text != *seen_) {
+      if (seen_) changed_ = now;
+      seen_ = std::move(text);
+    }
   }
   return now - changed_;
 }

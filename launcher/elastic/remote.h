@@ -5,10 +5,10 @@
 //   job.json        {"job": ID, "store": SPEC, "argv": [...], "cwd": ..., "launcher": HOST-PID}:
 //                   how a worker of this job is started, where the groups meet (file:DIR or
 //                   redis://HOST:PORT), the key every group's prefix starts with;
-//   launcher.beat   touched by the launcher about every 0.2 s while the job runs;
+//   launcher.beat   rewritten by the launcher about every 0.2 s while the job runs;
 //   ended.json      the job is over: a joining machine stops waiting;
 //   elastic-joins/M.json         machine M ("HOST-PID" of its join process) offers one worker;
-//   elastic-joins/M.beat         touched by M's join process about every 0.2 s;
+//   elastic-joins/M.beat         rewritten by M's join process about every 0.2 s;
 //   elastic-joins/M.assign.json  {"generation": G, "rank": R, "workers": N, "restart": bool}: the
 //                                launcher makes M's worker rank R of generation G (a newer one
 //                                after a restart);
@@ -16,8 +16,10 @@
 //                                launcher stops M's worker of G (M kills it);
 //   elastic-joins/M.exit.json    {"generation": G, "status": W}: how M's worker of G ended (a
 //                                wait status).
-// Liveness is judged by a beat file's modification time changing, on the watcher's own clock, so
-// clocks need not agree across machines.
+// Liveness is judged by a beat file's content (a count) changing, on the watcher's own clock, so
+// clocks need not agree across machines. The count is written in place and read by opening the
+// file: NFS's close-to-open consistency shows each open the last close's data, where a file's
+// modification time may be cached for up to a minute.
 // Thread-safety: free functions and a Pulse per watcher; the files are the only shared state.
 #pragma once
 
@@ -39,7 +41,7 @@ std::string assign_path(const std::string& control, const std::string& member);
 std::string stop_path(const std::string& control, const std::string& member);
 std::string exit_path(const std::string& control, const std::string& member);
 
-// Sets `path`'s modification time to now (made empty when missing).
+// Writes the next count of this process's beats into `path`, in place.
 void beat(const std::string& path);
 
 // The members that offered a worker (elastic-joins/*.json, not the assign/stop/exit files), sorted.
@@ -68,7 +70,7 @@ std::optional<int> read_exit(const std::string& control, const std::string& memb
 std::string this_member();
 std::string this_host();
 
-// Watches one beat file: how long since its modification time last changed, on this clock
+// Watches one beat file: how long since its content last changed, on this clock
 // (from the first look when it never changed; a missing file is silent).
 class Pulse {
  public:
@@ -77,7 +79,7 @@ class Pulse {
 
  private:
   std::string path_;
-  std::optional<std::filesystem::file_time_type> seen_;
+  std::optional<std::string> seen_;
   std::chrono::steady_clock::time_point changed_ = std::chrono::steady_clock::now();
 };
 
