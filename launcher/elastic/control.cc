@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -41,19 +40,9 @@ bool job_alive(const std::string& dir) {
   if (std::filesystem::exists(dir + "/ended.json")) return false;
   // A launcher on another machine (the directory is shared): alive while its beat file changes,
   // which it does about every 0.2 s.
-  if (const std::optional<nlohmann::ordered_json> job = read_json(dir + "/job.json")) {
-    const std::string launcher = job->value("launcher", std::string());
-    const size_t dash = launcher.rfind('-');
-    if (dash != std::string::npos && launcher.substr(0, dash) != remote::this_host()) {
-      remote::Pulse beat(dir + "/launcher.beat");
-      const auto start = std::chrono::steady_clock::now();
-      while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(600)) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (beat.silent_for() < std::chrono::steady_clock::now() - start) return true;  // it changed
-      }
-      return false;
-    }
-  }
+  if (const std::optional<nlohmann::ordered_json> job = read_json(dir + "/job.json"))
+    if (const std::string launcher = job->value("launcher", std::string()); !launcher.empty() && !remote::on_this_host(launcher))
+      return remote::beats_within(dir + "/launcher.beat", std::chrono::milliseconds(600));
   std::ifstream f(dir + "/launcher.pid");
   long pid = 0;
   if (!(f >> pid) || pid <= 0) return false;

@@ -62,19 +62,16 @@ int join_elastic(const std::string& control, std::optional<int> threads, std::os
   if (!job || !job->contains("argv") || !job->contains("store"))
     throw InputError(control + ": not the control directory of an elastic job (run --elastic --control DIR on the first machine)");
   if (std::filesystem::exists(control + "/ended.json")) throw InputError(control + ": the job is over");
-  remote::Pulse launcher(control + "/launcher.beat");
-  for (const auto start = Clock::now(); launcher.silent_for() >= Clock::now() - start - kBeat / 2;) {  // until the beat file changes
+  if (!remote::beats_within(control + "/launcher.beat", kFirstBeat)) {
     if (std::filesystem::exists(control + "/ended.json")) throw InputError(control + ": the job is over");
-    if (Clock::now() - start > kFirstBeat) throw InputError(control + ": the job is gone (its launcher has not beaten for 3 s)");
-    std::this_thread::sleep_for(kBeat);
+    throw InputError(control + ": the job is gone (its launcher has not beaten for 3 s)");
   }
+  remote::Pulse launcher(control + "/launcher.beat");
 
   // The job's workers must be reachable from here: on another machine they listen on the interface
   // GLOO_SOCKET_IFNAME named when the job started (and this machine's worker on its own, or the same name).
   const std::string job_iface = job->value("gloo_socket_ifname", std::string());
-  const std::string launcher_member = job->value("launcher", std::string());
-  const bool elsewhere = launcher_member.substr(0, launcher_member.rfind('-')) != remote::this_host();
-  if (elsewhere && job_iface.empty())
+  if (!remote::on_this_host(job->value("launcher", std::string())) && job_iface.empty())
     throw InputError(control + ": the job's workers listen on 127.0.0.1 only; start it with GLOO_SOCKET_IFNAME=IFACE (the network interface other "
                      "machines reach it on) to take workers from other machines");
   const char* own_iface = std::getenv("GLOO_SOCKET_IFNAME");

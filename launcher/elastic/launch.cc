@@ -329,7 +329,7 @@ class Supervisor {
   }
 
   // Names another machine's worker rank `rank` of `workers` in `generation`.
-  Member& assign(const std::string& member, int rank, int workers, int generation, bool restart) {
+  void assign(const std::string& member, int rank, int workers, int generation, bool restart) {
     Member m;
     m.rank = rank;
     m.generation = generation;
@@ -338,7 +338,6 @@ class Supervisor {
     m.pulse = std::make_shared<remote::Pulse>(remote::beat_path(control_, member));
     members_.push_back(m);
     remote::write_assignment(control_, member, {generation, rank, workers, restart});
-    return members_.back();
   }
 
   // Workers other machines offer (tensoropt join): taken as a resize when none is under way and

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <iterator>
 #include <fstream>
+#include <thread>
 
 #include "launcher/elastic/control.h"
 
@@ -79,6 +80,11 @@ std::string this_host() {
 
 std::string this_member() { return this_host() + "-" + std::to_string(getpid()); }
 
+bool on_this_host(const std::string& member) {
+  const size_t dash = member.rfind('-');
+  return dash != std::string::npos && member.substr(0, dash) == this_host();
+}
+
 std::chrono::steady_clock::duration Pulse::silent_for() {
   const auto now = std::chrono::steady_clock::now();
   std::ifstream f(path_);
@@ -90,6 +96,16 @@ std::chrono::steady_clock::duration Pulse::silent_for() {
     }
   }
   return now - changed_;
+}
+
+bool beats_within(const std::string& path, std::chrono::steady_clock::duration within) {
+  Pulse pulse(path);
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < within) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (pulse.silent_for() < std::chrono::steady_clock::now() - start) return true;  // it changed since the first look
+  }
+  return false;
 }
 
 }  // namespace tensoropt::remote

@@ -69,6 +69,8 @@ std::optional<int> read_exit(const std::string& control, const std::string& memb
 // "HOST-PID": this process as a member; this machine's host name as it appears there.
 std::string this_member();
 std::string this_host();
+// Whether a member name ("HOST-PID") names a process of this machine.
+bool on_this_host(const std::string& member);
 
 // Watches one beat file: how long since its content last changed, on this clock
 // (from the first look when it never changed; a missing file is silent).
@@ -82,5 +84,8 @@ class Pulse {
   std::optional<std::string> seen_;
   std::chrono::steady_clock::time_point changed_ = std::chrono::steady_clock::now();
 };
+
+// Whether the beat file at `path` changes within `within` (watched from now).
+bool beats_within(const std::string& path, std::chrono::steady_clock::duration within);
 
 }  // namespace tensoropt::remote

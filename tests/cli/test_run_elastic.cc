@@ -167,13 +167,17 @@ nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes
   return report;
 }
 
+// Process `pid`'s environment, a line per variable, with a newline first: "\nNAME=value\n" finds one.
+std::string environ_lines(pid_t pid) {
+  std::string env = "\n" + slurp("/proc/" + std::to_string(pid) + "/environ");
+  std::replace(env.begin(), env.end(), '\0', '\n');
+  return env;
+}
+
 // The worker of rank `rank` among `pids` (its RANK variable), or 0.
 pid_t rank_of(const std::vector<pid_t>& pids, int rank) {
-  for (pid_t p : pids) {
-    std::string env = slurp("/proc/" + std::to_string(p) + "/environ");
-    std::replace(env.begin(), env.end(), '\0', '\n');
-    if (has("\n" + env, "\nRANK=" + std::to_string(rank) + "\n")) return p;
-  }
+  for (pid_t p : pids)
+    if (has(environ_lines(p), "\nRANK=" + std::to_string(rank) + "\n")) return p;
   return 0;
 }
 
@@ -504,7 +508,7 @@ TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join):
     const test::RedisServer redis;
     std::string store;
     if (redis.up) store = " --rendezvous " + redis.spec();
-    else MESSAGE("redis-server is not running here (Debian's redis-server package): the groups meet in CONTROL/store");
+    else MESSAGE("redis-server is not running here (Debian's redis-server package): the groups meet in CONTROL/elastic-store");
     test::TempDir dir;
     Job job(dir.path, kGpt + " --elastic --gpus 1 --max-gpus 2" + kResizeOpt + store + " --report " + dir.path + "/report.json");
     REQUIRE(appears(job.control + "/job.json"));
@@ -533,11 +537,9 @@ TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join):
     REQUIRE_MESSAGE(st.value("workers", 0) == 2, st.dump());
     pid_t worker = 0;
     for (pid_t p : test::runs_with(job.control))
-      if (has(slurp("/proc/" + std::to_string(p) + "/environ"), "TENSOROPT_MEMBER=")) worker = p;
+      if (has(environ_lines(p), "\nTENSOROPT_MEMBER=")) worker = p;
     REQUIRE(worker > 0);
-    std::string env = slurp("/proc/" + std::to_string(worker) + "/environ");
-    std::replace(env.begin(), env.end(), '\0', '\n');
-    CHECK(has("\n" + env, "\nLOCAL_RANK=1\n"));
+    CHECK(has(environ_lines(worker), "\nLOCAL_RANK=1\n"));
     kill(worker, SIGKILL);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
     CHECK(joiner.finish() == 1);
@@ -563,11 +565,8 @@ TEST_CASE("run --elastic takes a worker another machine offers (tensoropt join):
     const nlohmann::json st = job.wait_for([](const nlohmann::json& s) { return s.value("step", 0) >= 105 && s.value("workers", 0) == 3; });
     REQUIRE_MESSAGE(st.value("workers", 0) == 3, st.dump());
     pid_t victim = 0;
-    for (pid_t p : test::runs_with(job.control)) {
-      std::string env = slurp("/proc/" + std::to_string(p) + "/environ");
-      std::replace(env.begin(), env.end(), '\0', '\n');
-      if (has("\n" + env, "\nRANK=1\n") && !has(env, "TENSOROPT_MEMBER=")) victim = p;
-    }
+    for (pid_t p : test::runs_with(job.control))
+      if (const std::string env = environ_lines(p); has(env, "\nRANK=1\n") && !has(env, "\nTENSOROPT_MEMBER=")) victim = p;
     REQUIRE(victim > 0);
     kill(victim, SIGKILL);
     REQUIRE_MESSAGE(job.finish() == 0, slurp(dir.path + "/err"));
