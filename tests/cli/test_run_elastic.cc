@@ -169,7 +169,8 @@ nlohmann::json resized_run(const std::string& dir, const std::vector<int>& sizes
 
 // Process `pid`'s environment, a line per variable, with a newline first: "\nNAME=value\n" finds one.
 std::string environ_lines(pid_t pid) {
-  std::string env = "\n" + slurp("/proc/" + std::to_string(pid) + "/environ");
+  std::string env(1, '\n');
+  env += slurp("/proc/" + std::to_string(pid) + "/environ");
   std::replace(env.begin(), env.end(), '\0', '\n');
   return env;
 }
