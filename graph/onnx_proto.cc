@@ -159,8 +159,17 @@ void check_attribute_types(const onnx::NodeProto& np, int64_t opset, const std::
     throw InputError(where + ": has " + std::to_string(np.input_size()) + " inputs, but ONNX opset " + std::to_string(opset) +
                      " takes at most " + std::to_string(schema->max_input()));
   }
+  // Flags ONNX declares as INT but reads as 0 or 1, inconsistently beyond that (its shape inference
+  // keeps a reduced axis only for keepdims == 1, runtimes for any nonzero value): refused otherwise.
+  static const std::set<std::string> kFlags = {"keepdims", "noop_with_empty_axes", "ceil_mode", "count_include_pad",
+                                               "transA", "transB", "training_mode", "select_last_index", "largest",
+                                               "sorted", "exclusive", "reverse", "storage_order"};
   for (const auto& a : np.attribute()) {
     auto it = schema->attributes().find(a.name());
+    if (it != schema->attributes().end() && a.type() == onnx::AttributeProto::INT && kFlags.count(a.name()) &&
+        a.i() != 0 && a.i() != 1) {
+      throw InputError(where + ": attribute '" + a.name() + "' is " + std::to_string(a.i()) + "; it is a flag, 0 or 1");
+    }
     if (it == schema->attributes().end() || it->second.type == a.type()) continue;
     throw InputError(where + ": attribute '" + a.name() + "' has type " +
                      onnx::AttributeProto::AttributeType_Name(a.type()) + ", but ONNX opset " + std::to_string(opset) +
