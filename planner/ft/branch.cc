@@ -196,6 +196,7 @@ FtResult solve_ft_branched(const Problem& problem, const FtOptions& options) {
       };
     }
     ++solves;
+    opt.max_points_built = points_left(options, out.stats.points_built);
     FtResult r = solve_ft(sub.problem, opt);
     accumulate(out.stats, r.stats);
     ++out.stats.branches;

@@ -126,6 +126,7 @@ FtResult solve_ft_conditioned(const Problem& problem, const std::vector<int>& no
       };
     }
     ++done;
+    opt.max_points_built = points_left(options, out.stats.points_built);
     FtResult r = solve_ft(b.sub.problem, opt);
     accumulate(out.stats, r.stats);
     ++out.stats.branches;

@@ -59,6 +59,11 @@ class Eliminator {
     for (size_t step = 0; step < order.order.size(); ++step) {
       step_ = step;
       eliminate(order.order[step], order.scopes[step]);
+      if (options_.max_points_built > 0 && stats_.points_built > options_.max_points_built) {
+        throw FtWorkLimit("FT: " + std::to_string(stats_.points_built) + " points built after " + std::to_string(step + 1) +
+                          " of " + std::to_string(order.order.size()) + " eliminations, above max_points_built = " +
+                          std::to_string(options_.max_points_built));
+      }
       if (options_.progress) {
         options_.progress({static_cast<int>(step) + 1, problem_.num_nodes(),
                            live_bytes_ + arena_.bytes(), elapsed()});
@@ -187,6 +192,7 @@ class Eliminator {
     stats_.entry_evaluations += static_cast<int64_t>(entries) * static_cast<int64_t>(st.kx);
     out.points = take_buffer();
     build_entries(st, static_cast<size_t>(entries), out);
+    stats_.points_built += static_cast<int64_t>(out.points.size());
     if (recording) {
       recording->shrink();
       live_bytes_ += recording->bytes();
@@ -688,6 +694,7 @@ void accumulate(FtStats& total, const FtStats& s) {
   total.largest_factor_entries = std::max(total.largest_factor_entries, s.largest_factor_entries);
   total.entry_evaluations += s.entry_evaluations;
   total.largest_factor_points = std::max(total.largest_factor_points, s.largest_factor_points);
+  total.points_built += s.points_built;
   total.peak_bytes = std::max(total.peak_bytes, s.peak_bytes);
   total.provenance_records += s.provenance_records;
   total.parallel_steps += s.parallel_steps;
@@ -700,6 +707,7 @@ void validate_options(const FtOptions& options) {
                                 std::to_string(options.epsilon));
   }
   if (options.max_bytes < 0) throw std::invalid_argument("FT: max_bytes must be >= 0");
+  if (options.max_points_built < 0) throw std::invalid_argument("FT: max_points_built must be >= 0");
   if (options.max_factor_points < 1) {
     throw std::invalid_argument("FT: max_factor_points must be >= 1");
   }
@@ -709,6 +717,11 @@ void validate_options(const FtOptions& options) {
       throw std::invalid_argument("FT: a known cost is negative or not finite");
     }
   }
+}
+
+int64_t points_left(const FtOptions& options, int64_t spent) {
+  if (options.max_points_built <= 0) return 0;
+  return std::max<int64_t>(1, options.max_points_built - spent);
 }
 
 FtResult solve_ft(const Problem& problem, const FtOptions& options) {

@@ -69,7 +69,8 @@
 // callbacks are. It may start up to options.threads threads of its own, joined before it
 // returns. Errors: std::invalid_argument for an invalid Problem (see validate) or options;
 // std::length_error, naming the factor, when a factor would exceed max_factor_points; FtMemoryLimit
-// (a std::length_error) when factors and provenance together would pass max_bytes.
+// (a std::length_error) when factors and provenance together would pass max_bytes; FtWorkLimit (a
+// std::length_error) when the points built pass max_points_built.
 #pragma once
 
 #include <cstdint>
@@ -101,6 +102,10 @@ struct FtOptions {
   int64_t max_factor_points = int64_t{1} << 25;
   // Refuse when the working set (FtProgress::factor_bytes) passes this; 0: no limit.
   int64_t max_bytes = 0;
+  // Refuse (FtWorkLimit) once the points of the factors built so far, summed over the
+  // eliminations (FtStats::points_built), pass this: a budget of work that does not depend on
+  // the machine or its load; 0: no limit. Checked after each elimination.
+  int64_t max_points_built = 0;
   // Threads that build the entries of big factors and rebuild a big result's strategies; 0: one
   // per hardware thread. The result does not depend on it.
   int threads = 0;
@@ -135,6 +140,7 @@ struct FtStats {
   int64_t largest_factor_entries = 0;  // over all factors, the initial edge factors included
   int64_t entry_evaluations = 0;  // sum over eliminations of built entries x K_x: factor work
   int64_t largest_factor_points = 0;
+  int64_t points_built = 0;          // points of every factor built by an elimination, summed
   int64_t peak_bytes = 0;  // factors (entries, points, a few reused buffers) plus provenance records
   int64_t provenance_records = 0;
   int parallel_steps = 0;            // eliminations whose entries were built on several threads
@@ -157,7 +163,17 @@ struct FtMemoryLimit : std::length_error {
   using std::length_error::length_error;
 };
 
+// max_points_built passed: the solve would take more work than its budget.
+struct FtWorkLimit : std::length_error {
+  using std::length_error::length_error;
+};
+
 [[nodiscard]] FtResult solve_ft(const Problem& problem, const FtOptions& options = {});
+
+// For solvers made of several solve_ft calls: the max_points_built to hand the next one when
+// `spent` points were built before it, so that all together stay within options.max_points_built
+// (0: no budget; at least 1 otherwise, so a spent budget refuses at the first point built).
+[[nodiscard]] int64_t points_left(const FtOptions& options, int64_t spent);
 
 // The option checks solve_ft makes (epsilon finite and >= 0, max_bytes >= 0, max_factor_points
 // >= 1, threads >= 0, every known cost finite and >= 0): std::invalid_argument naming the option.

@@ -22,36 +22,6 @@ std::vector<Cost> costs(const FtResult& r) {
   return out;
 }
 
-// The Pareto set of every strategy's cost, as FT reports it.
-std::vector<Cost> brute_frontier(const Problem& p) {
-  std::vector<FrontierPoint> all;
-  for (Cost c : all_strategy_costs(p)) all.push_back({c, {}});
-  std::stable_sort(all.begin(), all.end(), [](const FrontierPoint& a, const FrontierPoint& b) {
-    return a.cost.time != b.cost.time ? a.cost.time < b.cost.time : a.cost.memory < b.cost.memory;
-  });
-  std::vector<Cost> out;
-  for (const FrontierPoint& q : all)
-    if (out.empty() || q.cost.memory < out.back().memory) out.push_back(q.cost);
-  return out;
-}
-
-// A random chain of `n` nodes plus `hubs` nodes, each joined to every `every`-th chain node: a
-// weight that many layers read (merged by an eval-mode export, or tied).
-Problem with_hubs(int n, int hubs, int every, int max_k, Rng& rng) {
-  Problem p = random_problem(Shape::kChain, n, max_k, 20, 1, rng);
-  for (int h = 0; h < hubs; ++h) {
-    const int hub = p.num_nodes();
-    p.node_cost.push_back({});
-    for (int c = 0; c < 2; ++c) p.node_cost.back().push_back(draw_cost(rng, 20));
-    for (int v = h; v < n; v += every) {
-      Problem::Edge e{v, hub, {}};
-      for (int c = 0; c < p.num_configs(v) * 2; ++c) e.cost.push_back(draw_cost(rng, 20));
-      p.edges.push_back(std::move(e));
-    }
-  }
-  return p;
-}
-
 const ScopeFits kAnyScope = [](const Problem&, const std::vector<int>&) { return false; };
 
 OrderFits width_at_most(int w) {

@@ -1,0 +1,78 @@
+// Relaxation: a proven lower bound on a Problem's frontier, and real strategies within a stated
+// epsilon of it, for Problems that a few hubs make too wide or too slow to solve exactly
+// (docs/search.md "Relaxation").
+//
+// Why. A tensor read by many distant layers (the encoder output every decoder layer attends to,
+// a position bias computed once, a weight an eval-mode export merged across layers) stays in the
+// scope of every factor between its readers. Each entry of those factors holds a frontier per
+// configuration of the hub, and where the hub's configurations cost nearly the same the
+// frontiers do not shrink (T5-style decoders: 3,840 entries of about 800 points each, every
+// layer). Fixing the hub (conditioning, condition.h) multiplies the solves by its configurations.
+//
+// Splitting. split_hubs gives every edge at a hub its own copy of the hub: the first edge keeps
+// the hub's node, each further one a new node (ids from problem.num_nodes() on) with the hub's
+// configurations and no cost of its own. The copies are leaves, so the split Problem eliminates
+// as if the hub were not there. Every strategy s of the Problem is a strategy of the split one
+// (each copy taking s's configuration of its hub) of the same cost, so the split Problem's exact
+// frontier B (the bound) has, for every strategy s, a point b <= s in both coordinates.
+//
+// Repair. A point of B whose copies disagree is no strategy. Each is repaired: every other node
+// keeps its configuration, and each hub takes a configuration on the Pareto set of its own cost
+// plus its edges to the nodes that are not hubs; across hubs those sets are summed and kept
+// Pareto (at most kMaxRepairsPerPoint a point, the ends and evenly spaced ones kept). The
+// repaired strategies are costed by evaluate(); the result's points are their Pareto set, each an
+// actual strategy.
+//
+// The guarantee. epsilon is the least e such that every point b of B has a result point u with
+// u <= (1+e) b in both coordinates (0/0 counts as 1, x/0 as infinite). Then every strategy s has
+// a result point u <= (1+e) b <= (1+e) s. With options.epsilon e0 > 0 the split Problem is solved
+// with it, B holds for every point of its exact frontier one within (1+e0), and the stated
+// epsilon is (1+e0)(1+e) - 1. With options.known, FT leaves out of B the points a known cost beats
+// (ft.h "Known strategies"); every strategy is then within (1+epsilon) of the union of the result
+// and the known costs' strategies, as FT's own guarantee with known costs reads.
+//
+// relaxation_hubs(problem, fits, max_hubs): hubs chosen greedily until every scope of the split
+// Problem's greedy elimination order passes `fits`: each round, among the nodes (copies counted as
+// their hub) in the scopes that fail, those in the most such scopes, then the lowest id; nullopt
+// when max_hubs would not do, or no node is left to split; empty when the Problem already fits.
+//
+// Thread-safety: pure functions; solve_relaxed as solve_ft. Errors: as solve_ft;
+// std::invalid_argument for a hub out of range or repeated.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "planner/ft/condition.h"
+#include "planner/ft/ft.h"
+#include "planner/ft/problem.h"
+
+namespace tensoropt::planner {
+
+inline constexpr int kMaxRepairsPerPoint = 64;
+
+struct SplitProblem {
+  Problem problem;
+  std::vector<int> original;  // [node of `problem`] the node it copies (itself for the first n)
+};
+
+[[nodiscard]] SplitProblem split_hubs(const Problem& problem, const std::vector<int>& hubs);
+
+[[nodiscard]] std::optional<std::vector<int>> relaxation_hubs(const Problem& problem, const ScopeFits& fits,
+                                                              int max_hubs);
+
+struct RelaxedResult {
+  FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
+  std::vector<Cost> bound;  // B: the split Problem's frontier
+  double epsilon = 0;       // the guarantee above, options.epsilon included
+  int copies = 0;           // nodes the split added
+};
+
+[[nodiscard]] RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs,
+                                          const FtOptions& options = {});
+
+// The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
+// coordinates (infinite when `inner` is empty and `bound` is not).
+[[nodiscard]] double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner);
+
+}  // namespace tensoropt::planner

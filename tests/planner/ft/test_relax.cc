@@ -1,0 +1,178 @@
+// Relaxation (relax.h) against exhaustive enumeration: the split Problem's frontier bounds every
+// strategy, the repaired points are real strategies, and the stated epsilon covers every strategy;
+// and FT's work budget (max_points_built), which sends a slow Problem to it.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <vector>
+
+#include "planner/ft/branch.h"
+#include "planner/ft/elimination_order.h"
+#include "planner/ft/relax.h"
+#include "tests/planner/ft/random_problems.h"
+
+namespace tensoropt::planner {
+using namespace test;
+namespace {
+
+std::vector<Cost> costs(const FtResult& r) {
+  std::vector<Cost> out;
+  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
+  return out;
+}
+
+// The hubs with_hubs appended: the last `hubs` nodes.
+std::vector<int> last_nodes(const Problem& p, int hubs) {
+  std::vector<int> out;
+  for (int h = p.num_nodes() - hubs; h < p.num_nodes(); ++h) out.push_back(h);
+  return out;
+}
+
+// Some point of `set` no more than `factor` times `c` in both coordinates.
+bool covered(const std::vector<Cost>& set, Cost c, double factor) {
+  for (Cost u : set)
+    if (u.time <= c.time * factor * (1 + 1e-12) && u.memory <= c.memory * factor * (1 + 1e-12)) return true;
+  return false;
+}
+
+const ScopeFits kPairs = [](const Problem&, const std::vector<int>& scope) { return scope.size() <= 1; };
+
+}  // namespace
+
+TEST_CASE("split_hubs gives each edge at a hub its own copy, and every strategy keeps its cost") {
+  Rng rng(11);
+  const Problem p = with_hubs(9, 2, 2, 3, rng);
+  const std::vector<int> hubs = last_nodes(p, 2);
+  const SplitProblem s = split_hubs(p, hubs);
+  validate(s.problem);
+  int at_hubs = 0;
+  for (const Problem::Edge& e : p.edges) at_hubs += (e.u >= 9 || e.v >= 9) ? 1 : 0;
+  CHECK(s.problem.num_nodes() == p.num_nodes() + at_hubs - 2);
+  std::vector<int> degree(static_cast<size_t>(s.problem.num_nodes()), 0);
+  for (const Problem::Edge& e : s.problem.edges) {
+    ++degree[static_cast<size_t>(e.u)];
+    ++degree[static_cast<size_t>(e.v)];
+  }
+  for (int v = 0; v < s.problem.num_nodes(); ++v)
+    if (s.original[static_cast<size_t>(v)] >= 9) CHECK(degree[static_cast<size_t>(v)] == 1);
+  for (int trial = 0; trial < 20; ++trial) {
+    const std::vector<int> a = random_assignment(p, rng);
+    std::vector<int> copied;
+    for (int v = 0; v < s.problem.num_nodes(); ++v) copied.push_back(a[static_cast<size_t>(s.original[static_cast<size_t>(v)])]);
+    CHECK(evaluate(s.problem, copied) == evaluate(p, a));
+  }
+  CHECK_THROWS_AS((void)split_hubs(p, {9, 9}), std::invalid_argument);
+  CHECK_THROWS_AS((void)split_hubs(p, {p.num_nodes()}), std::invalid_argument);
+}
+
+TEST_CASE("solve_relaxed: the bound is below every strategy, and its stated epsilon covers every strategy") {
+  int exact = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const int hubs = 1 + static_cast<int>(seed % 3);
+    const Problem p = with_hubs(8, hubs, 2, 3, rng);
+    const std::vector<Cost> truth = brute_frontier(p);
+    const RelaxedResult r = solve_relaxed(p, last_nodes(p, hubs));
+    for (Cost s : truth) CHECK(covered(r.bound, s, 1));  // b <= s
+    CHECK(sorted_and_non_dominated(r.result));
+    CHECK(assignments_that_evaluate_to_their_cost(p, r.result) == static_cast<int>(r.result.points.size()));
+    CHECK(r.epsilon == covering_epsilon(r.bound, costs(r.result)));
+    CHECK(r.epsilon >= 0);
+    for (Cost s : truth) CHECK(covered(costs(r.result), s, 1 + r.epsilon));
+    // Every result point is a strategy, so none lies strictly below the true frontier.
+    for (Cost u : costs(r.result)) CHECK(covered(truth, u, 1));
+    if (r.epsilon == 0) {
+      CHECK(costs(r.result) == truth);
+      ++exact;
+    }
+  }
+  CHECK(exact < 40);  // the relaxation is not tight everywhere: the bound is tested, not assumed
+}
+
+TEST_CASE("solve_relaxed is exact when no edge at a hub depends on the hub's configuration") {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    Problem p = with_hubs(8, 2, 2, 3, rng);
+    for (Problem::Edge& e : p.edges) {
+      if (e.v < 8) continue;  // hubs are the edges' v
+      const size_t kv = static_cast<size_t>(p.num_configs(e.v));
+      for (size_t i = 0; i < e.cost.size(); ++i) e.cost[i] = e.cost[i - i % kv];  // the hub's configuration 0's
+    }
+    const RelaxedResult r = solve_relaxed(p, last_nodes(p, 2));
+    CHECK(r.epsilon == 0);
+    CHECK(costs(r.result) == brute_frontier(p));
+  }
+}
+
+TEST_CASE("solve_relaxed with epsilon and with known costs keeps its guarantee") {
+  for (uint64_t seed = 1; seed <= 15; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const Problem p = with_hubs(8, 2, 2, 3, rng);
+    const std::vector<Cost> truth = brute_frontier(p);
+    FtOptions thin;
+    thin.epsilon = 0.05;
+    const RelaxedResult r = solve_relaxed(p, last_nodes(p, 2), thin);
+    CHECK(r.epsilon >= 0.05);
+    for (Cost s : truth) CHECK(covered(costs(r.result), s, 1 + r.epsilon));
+    // Known: every other point of the true frontier (costs of real strategies).
+    FtOptions known;
+    for (size_t i = 0; i < truth.size(); i += 2) known.known.push_back(truth[i]);
+    const RelaxedResult k = solve_relaxed(p, last_nodes(p, 2), known);
+    std::vector<Cost> both = costs(k.result);
+    both.insert(both.end(), known.known.begin(), known.known.end());
+    for (Cost s : truth) CHECK(covered(both, s, 1 + k.epsilon));
+  }
+}
+
+TEST_CASE("relaxation_hubs splits the nodes read across the chain, and only as many as it may") {
+  Rng rng(5);
+  const Problem p = with_hubs(12, 2, 2, 3, rng);
+  const std::optional<std::vector<int>> hubs = relaxation_hubs(p, kPairs, 8);
+  REQUIRE(hubs.has_value());
+  std::vector<int> sorted = *hubs;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == last_nodes(p, 2));
+  CHECK(!relaxation_hubs(p, kPairs, 1).has_value());
+  const Problem chain = random_problem(Shape::kChain, 10, 3, 20, 1, rng);
+  CHECK(relaxation_hubs(chain, kPairs, 8) == std::vector<int>{});
+  const ScopeFits nothing = [](const Problem&, const std::vector<int>&) { return false; };
+  CHECK(!relaxation_hubs(p, nothing, 100).has_value());  // no node left that splitting helps
+}
+
+TEST_CASE("covering_epsilon by hand") {
+  const double inf = std::numeric_limits<double>::infinity();
+  CHECK(covering_epsilon({{1, 1}}, {{2, 1}}) == 1);
+  CHECK(covering_epsilon({{1, 1}}, {{1, 1}, {2, 0}}) == 0);
+  CHECK(covering_epsilon({{2, 4}}, {{1, 5}, {3, 1}}) == doctest::Approx(0.25));
+  CHECK(covering_epsilon({{0, 4}}, {{0, 5}}) == doctest::Approx(0.25));
+  CHECK(covering_epsilon({{0, 4}}, {{1, 4}}) == inf);
+  CHECK(covering_epsilon({{1, 1}}, {}) == inf);
+  CHECK(covering_epsilon({}, {}) == 0);
+}
+
+TEST_CASE("FT's work budget: max_points_built refuses a solve that builds more, in every solver") {
+  Rng rng(3);
+  const Problem p = random_problem(Shape::kSkips, 30, 4, 50, 1, rng);
+  const FtResult whole = solve_ft(p);
+  REQUIRE(whole.stats.points_built > 100);
+  FtOptions budget;
+  budget.max_points_built = whole.stats.points_built;
+  CHECK(costs(solve_ft(p, budget)) == costs(whole));
+  budget.max_points_built = whole.stats.points_built / 2;
+  CHECK_THROWS_AS((void)solve_ft(p, budget), FtWorkLimit);
+  CHECK_THROWS_AS((void)solve_ft_branched(p, budget), FtWorkLimit);
+  FtOptions negative;
+  negative.max_points_built = -1;
+  CHECK_THROWS_AS((void)solve_ft(p, negative), std::invalid_argument);
+  CHECK(points_left(budget, 0) == budget.max_points_built);
+  CHECK(points_left(budget, budget.max_points_built * 3) == 1);
+  CHECK(points_left(FtOptions{}, 1000) == 0);
+}
+
+}  // namespace tensoropt::planner
