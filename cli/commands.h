@@ -43,6 +43,7 @@ struct PlanArgs {
   bool baselines = false;
   int rows = 20;                       // table rows per GPU count; 0: all
   std::string planner_memory = "4GiB";  // FT's working sets together; "0": no limit
+  bool exact = false;                   // no work budget: every tractable mesh solved exactly
   std::vector<std::string> frozen;     // --frozen patterns (graph/import.h)
   std::optional<std::string> profile;  // a profile database (docs/profile.md)
 };

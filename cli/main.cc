@@ -148,6 +148,8 @@ void add_plan(CLI::App& app, Plan& o) {
   pl->add_option("--planner-memory", plan.planner_memory,
                  "Largest working set of FT, shared by the meshes solved side by side, e.g. 8GiB (0: no limit); a mesh over its share is solved again with epsilon 0.01, or skipped, and named")
       ->capture_default_str();
+  pl->add_flag("--exact", plan.exact,
+               "Solve every mesh exactly however long it takes; by default a mesh whose exact search passes its work budget (a few tensors read across many layers) is relaxed, and its frontier reported within a proven epsilon");
 }
 
 struct Evaluate {

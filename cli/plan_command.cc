@@ -229,6 +229,7 @@ PlanOptions plan_options(const PlanArgs& args, const PlanSettings& settings, Clo
   options.space.param_persistence = settings.param_persistence;
   options.epsilon = settings.epsilon;
   options.max_mesh_axes = settings.mesh_axes;
+  if (args.exact) options.max_exact_points = 0;
   options.max_planner_bytes =
       args.planner_memory == "0" ? 0 : static_cast<int64_t>(parse_bytes(args.planner_memory, "--planner-memory"));
   options.progress = [&err, start, &hinted, epsilon = settings.epsilon](const std::string& line) {

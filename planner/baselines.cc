@@ -10,7 +10,7 @@ namespace tensoropt::planner {
 
 std::optional<std::vector<int>> fastest_restricted(const StrategySpace& space,
                                                    const std::vector<std::vector<int>>& allowed) {
-  std::string approximation;
+  Approximation approximation;
   FtResult r = solve_with_fallback(space, allowed, {}, approximation, /*time_only=*/true);
   if (r.points.empty()) return std::nullopt;
   return std::move(r.points.front().assignment);

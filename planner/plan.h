@@ -39,6 +39,10 @@
 
 namespace tensoropt::planner {
 
+// The default work budget of an exact solve with hubs to relax, in frontier points built (a few
+// seconds on a 2-core machine; docs/search.md "Relaxation").
+inline constexpr int64_t kExactPointsBudget = int64_t{8} << 20;
+
 struct PlanOptions {
   SpaceOptions space;
   double epsilon = 0;
@@ -49,6 +53,10 @@ struct PlanOptions {
   // redone with epsilon 0.01 and the mesh marked approximate; one that still would is skipped and
   // named. 0: no limit.
   int64_t max_planner_bytes = int64_t{4} << 30;
+  // FT's work budget per mesh (FtOptions::max_points_built): a mesh whose exact search would build
+  // more frontier points is relaxed instead (planner/search/restricted.h "Slow regions") and marked
+  // approximate with its proven epsilon. 0: solve exactly however long it takes (--exact).
+  int64_t max_exact_points = kExactPointsBudget;
   // Progress lines ("8 GPUs, mesh [2 intra, 4 intra]: 310/702 variables, 12 MiB, 1.2 s": the mesh's
   // solve so far), two a second for its first ten seconds, then one every five; the caller prints them.
   std::function<void(const std::string&)> progress;
@@ -69,6 +77,10 @@ struct MeshStats {
   int frontier_points = 0;     // FT's, before the merge
   FtStats ft;
   std::string approximation;
+  // Every strategy of the mesh has a reported point within a factor (1 + within) in time and in
+  // FT's memory: 0 exact, the --epsilon asked for, 0.01 where the memory limit thinned it, a
+  // relaxation's proven epsilon; negative where no bound is known (uniform restrictions).
+  double within = 0;
   // FT carried the step's peak at the last op (StrategySpace::carry_peak_bound) and every point
   // it returned had its whole workspace in that bound: the mesh's frontier is exact for the full
   // memory, workspace included, not only for the summed terms (docs/search.md "The peak bound").

@@ -31,10 +31,12 @@ Cost edge_cost(const Problem& problem, const Problem::Edge& e, int ku, int kv) {
   return e.cost[static_cast<size_t>(ku) * static_cast<size_t>(problem.num_configs(e.v)) + static_cast<size_t>(kv)];
 }
 
-// A repair in the making: its cost so far and the configurations chosen for the hubs so far.
+// A repair in the making: its cost so far, the configuration chosen for the last hub decided,
+// and the partial it extends (an index into the previous hub's set; -1 before the first).
 struct Partial {
   Cost cost;
-  std::vector<int> configs;
+  int config = 0;
+  int parent = -1;
 };
 
 // The Pareto set of `all` (ties: the first), thinned to at most `cap` points: both ends and
@@ -43,9 +45,15 @@ std::vector<Partial> pareto_thinned(std::vector<Partial> all, size_t cap) {
   std::vector<Partial> kept = pareto_merge(std::move(all));
   if (kept.size() <= cap) return kept;
   std::vector<Partial> thinned;
-  for (size_t i = 0; i < cap; ++i) thinned.push_back(std::move(kept[i * (kept.size() - 1) / (cap - 1)]));
+  for (size_t i = 0; i < cap; ++i) thinned.push_back(kept[i * (kept.size() - 1) / (cap - 1)]);
   return thinned;
 }
+
+// A repaired strategy: its estimated cost and its hubs' configurations.
+struct Repair {
+  Cost cost;
+  std::vector<int> configs;
+};
 
 // What repair needs of the Problem, computed once.
 struct RepairContext {
@@ -91,28 +99,35 @@ struct RepairContext {
         const Problem::Edge& e = problem.edges[ei];
         c = c + (e.u == h ? edge_cost(problem, e, k, a[static_cast<size_t>(e.v)]) : edge_cost(problem, e, a[static_cast<size_t>(e.u)], k));
       }
-      all.push_back({c, {k}});
+      all.push_back({c, k, -1});
     }
     return pareto_merge(std::move(all));
   }
 
   // The repairs of assignment `a` (the split Problem's, its first num_nodes() entries): the
   // Pareto set of the hubs' choices summed, thinned to kMaxRepairsPerPoint, with `rest` added.
-  std::vector<Partial> repairs(const std::vector<int>& a) const {
-    std::vector<Partial> sums{{rest(a), {}}};
+  std::vector<Repair> repairs(const std::vector<int>& a) const {
+    std::vector<std::vector<Partial>> levels{{{rest(a), 0, -1}}};
     for (size_t i = 0; i < hubs.size(); ++i) {
       const std::vector<Partial> choices = hub_choices(i, a);
+      const std::vector<Partial>& sums = levels.back();
       std::vector<Partial> next;
       next.reserve(sums.size() * choices.size());
-      for (const Partial& s : sums)
-        for (const Partial& c : choices) {
-          Partial p{s.cost + c.cost, s.configs};
-          p.configs.push_back(c.configs.front());
-          next.push_back(std::move(p));
-        }
-      sums = pareto_thinned(std::move(next), kMaxRepairsPerPoint);
+      for (size_t j = 0; j < sums.size(); ++j)
+        for (const Partial& c : choices) next.push_back({sums[j].cost + c.cost, c.config, static_cast<int>(j)});
+      levels.push_back(pareto_thinned(std::move(next), kMaxRepairsPerPoint));
     }
-    return sums;
+    std::vector<Repair> out;
+    for (const Partial& last : levels.back()) {
+      Repair r{last.cost, std::vector<int>(hubs.size())};
+      const Partial* p = &last;
+      for (size_t i = hubs.size(); i > 0; --i) {
+        r.configs[i - 1] = p->config;
+        p = &levels[i - 1][static_cast<size_t>(p->parent)];
+      }
+      out.push_back(std::move(r));
+    }
+    return out;
   }
 };
 
@@ -149,15 +164,27 @@ SplitProblem split_hubs(const Problem& problem, const std::vector<int>& hubs) {
   return out;
 }
 
-std::optional<std::vector<int>> relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs) {
-  std::vector<int> hubs;
-  std::vector<char> is_hub(static_cast<size_t>(problem.num_nodes()), 0);
+HubChoice relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs, int min_neighbours) {
+  const int n = problem.num_nodes();
+  std::vector<std::vector<int>> adj(static_cast<size_t>(n));
+  for (const Problem::Edge& e : problem.edges) {
+    adj[static_cast<size_t>(e.u)].push_back(e.v);
+    adj[static_cast<size_t>(e.v)].push_back(e.u);
+  }
+  std::vector<char> candidate(static_cast<size_t>(n), 0);
+  for (int v = 0; v < n; ++v) {
+    std::vector<int>& a = adj[static_cast<size_t>(v)];
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+    candidate[static_cast<size_t>(v)] = problem.num_configs(v) >= 2 && static_cast<int>(a.size()) >= min_neighbours;
+  }
+  HubChoice out;
+  std::vector<int> seen;
   for (;;) {
-    const SplitProblem split = split_hubs(problem, hubs);
+    const SplitProblem split = split_hubs(problem, out.hubs);
     const EliminationOrder order = greedy_elimination_order(split.problem);
-    std::vector<int> count(static_cast<size_t>(problem.num_nodes()), 0);
+    std::vector<int> count(static_cast<size_t>(n), 0);
     bool fails = false;
-    std::vector<int> seen;
     for (const std::vector<int>& scope : order.scopes) {
       if (fits(split.problem, scope)) continue;
       fails = true;
@@ -167,27 +194,49 @@ std::optional<std::vector<int>> relaxation_hubs(const Problem& problem, const Sc
       seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
       for (int v : seen) ++count[static_cast<size_t>(v)];
     }
-    if (!fails) return hubs;
+    out.fits = !fails;
+    if (out.fits || static_cast<int>(out.hubs.size()) >= max_hubs) return out;
     int best = -1;
-    for (int v = 0; v < problem.num_nodes(); ++v) {
-      if (is_hub[static_cast<size_t>(v)] || problem.num_configs(v) < 2 || count[static_cast<size_t>(v)] == 0) continue;
+    for (int v = 0; v < n; ++v) {
+      if (!candidate[static_cast<size_t>(v)] || count[static_cast<size_t>(v)] == 0) continue;
       if (best < 0 || count[static_cast<size_t>(v)] > count[static_cast<size_t>(best)]) best = v;
     }
-    if (best < 0 || static_cast<int>(hubs.size()) >= max_hubs) return std::nullopt;
-    hubs.push_back(best);
-    is_hub[static_cast<size_t>(best)] = 1;
+    if (best < 0) return out;
+    out.hubs.push_back(best);
+    candidate[static_cast<size_t>(best)] = 0;
   }
 }
 
-double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner) {
+BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner) {
+  std::sort(inner.begin(), inner.end(), [](Cost a, Cost b) { return a.time != b.time ? a.time < b.time : a.memory < b.memory; });
+  std::vector<Cost> stairs;  // time ascending, memory strictly descending
+  for (Cost u : inner)
+    if (stairs.empty() || u.memory < stairs.back().memory) stairs.push_back(u);
+  BoundGap out;
   double worst = 1;
-  for (Cost b : bound) {
+  for (size_t i = 0; i < bound.size(); ++i) {
+    const Cost b = bound[i];
+    // Along the stairs the time ratio rises and the memory ratio falls: the larger of the two is
+    // least where they cross, at the first point whose time ratio reaches its memory ratio or
+    // the one before it.
+    const auto cross = std::partition_point(stairs.begin(), stairs.end(),
+                                            [&](Cost u) { return ratio(u.time, b.time) < ratio(u.memory, b.memory); });
     double best = kInf;
-    for (Cost u : inner) best = std::min(best, std::max(ratio(u.time, b.time), ratio(u.memory, b.memory)));
-    worst = std::max(worst, best);
+    if (cross != stairs.end()) best = std::max(ratio(cross->time, b.time), ratio(cross->memory, b.memory));
+    if (cross != stairs.begin()) {
+      const Cost u = *(cross - 1);
+      best = std::min(best, std::max(ratio(u.time, b.time), ratio(u.memory, b.memory)));
+    }
+    if (best > worst) {
+      worst = best;
+      out.worst = i;
+    }
   }
-  return worst - 1;
+  out.epsilon = worst - 1;
+  return out;
 }
+
+double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner) { return bound_gap(bound, inner).epsilon; }
 
 RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs, const FtOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -212,7 +261,7 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   for (size_t i = 0; i < relaxed.points.size(); ++i) {
     const FrontierPoint& p = relaxed.points[i];
     out.bound.push_back(p.cost);
-    for (Partial& r : context.repairs(p.assignment)) candidates.push_back({r.cost, i, std::move(r.configs)});
+    for (Repair& r : context.repairs(p.assignment)) candidates.push_back({r.cost, i, std::move(r.configs)});
   }
   candidates = pareto_merge(std::move(candidates));
   std::vector<FrontierPoint> repaired;
@@ -225,9 +274,66 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     repaired.push_back(std::move(q));
   }
   out.result.points = pareto_merge(std::move(repaired));
-  std::vector<Cost> inner;
-  for (const FrontierPoint& p : out.result.points) inner.push_back(p.cost);
-  out.epsilon = (1 + options.epsilon) * (1 + covering_epsilon(out.bound, inner)) - 1;
+  const auto inner = [&] {
+    std::vector<Cost> c;
+    for (const FrontierPoint& p : out.result.points) c.push_back(p.cost);
+    return c;
+  };
+  BoundGap cov = bound_gap(out.bound, inner());
+  // Conditioning where the gap is widest: the hub configurations of the repair nearest the
+  // worst-covered bound point, fixed (so the rest is as narrow as the split Problem) and solved
+  // exactly, knowing the points so far; its points join the set. Again while a gap is left and
+  // the configurations are new.
+  std::vector<std::vector<int>> tried;
+  for (size_t n = 0; n < kConditionedBranches && cov.epsilon > 0; ++n) {
+    const Cost b = out.bound[cov.worst];
+    std::vector<Repair> near = context.repairs(relaxed.points[cov.worst].assignment);
+    const auto distance = [&](const Repair& r) { return std::max(ratio(r.cost.time, b.time), ratio(r.cost.memory, b.memory)); };
+    std::stable_sort(near.begin(), near.end(), [&](const Repair& x, const Repair& y) { return distance(x) < distance(y); });
+    const auto fresh = std::find_if(near.begin(), near.end(),
+                                    [&](const Repair& r) { return std::find(tried.begin(), tried.end(), r.configs) == tried.end(); });
+    std::vector<int> configs;
+    if (fresh != near.end()) {
+      configs = fresh->configs;
+    } else {  // the hub configurations the most points use, not tried yet
+      std::vector<std::pair<int, std::vector<int>>> used;  // (points, configurations)
+      for (const FrontierPoint& p : out.result.points) {
+        std::vector<int> c;
+        for (int h : hubs) c.push_back(p.assignment[static_cast<size_t>(h)]);
+        if (std::find(tried.begin(), tried.end(), c) != tried.end()) continue;
+        auto it = std::find_if(used.begin(), used.end(), [&](const auto& u) { return u.second == c; });
+        if (it == used.end()) used.push_back({1, std::move(c)});
+        else ++it->first;
+      }
+      if (used.empty()) break;
+      configs = std::max_element(used.begin(), used.end(), [](const auto& x, const auto& y) { return x.first < y.first; })->second;
+    }
+    tried.push_back(configs);
+    std::vector<std::vector<int>> keep(static_cast<size_t>(problem.num_nodes()));
+    for (size_t i = 0; i < hubs.size(); ++i) keep[static_cast<size_t>(hubs[i])] = {configs[i]};
+    Narrowed sub = narrow(problem, std::move(keep));
+    FtOptions o = options;
+    o.order = nullptr;
+    o.bounds = nullptr;
+    const std::vector<Cost> found = inner();
+    o.known.insert(o.known.end(), found.begin(), found.end());
+    o.max_points_built = points_left(options, out.result.stats.points_built);
+    FtResult r;
+    try {
+      r = solve_ft_branched(fold_independent_edges(sub.problem), o);
+    } catch (const FtWorkLimit&) {
+      break;  // the points so far stand
+    }
+    accumulate(out.result.stats, r.stats);
+    std::vector<FrontierPoint> all = std::move(out.result.points);
+    for (FrontierPoint& q : r.points) {
+      for (size_t v = 0; v < sub.keep.size(); ++v) q.assignment[v] = sub.keep[v][static_cast<size_t>(q.assignment[v])];
+      all.push_back(std::move(q));
+    }
+    out.result.points = pareto_merge(std::move(all));
+    cov = bound_gap(out.bound, inner());
+  }
+  out.epsilon = (1 + options.epsilon) * (1 + cov.epsilon) - 1;
   out.result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -21,7 +21,12 @@
 // plus its edges to the nodes that are not hubs; across hubs those sets are summed and kept
 // Pareto (at most kMaxRepairsPerPoint a point, the ends and evenly spaced ones kept). The
 // repaired strategies are costed by evaluate(); the result's points are their Pareto set, each an
-// actual strategy.
+// actual strategy. Then, while the epsilon below is above 0 (at most kConditionedBranches
+// times): the repair nearest the bound point worst covered whose hub configurations were not tried
+// gives them (else the configurations most of the points use, not tried yet), the Problem with the hubs fixed to them (narrow, fold_independent_edges: as narrow as the split
+// Problem) is solved exactly knowing the points so far, and its points join the Pareto set; a
+// solve past options' max_points_built (counted with the split solve's) ends this, the points so
+// far standing.
 //
 // The guarantee. epsilon is the least e such that every point b of B has a result point u with
 // u <= (1+e) b in both coordinates (0/0 counts as 1, x/0 as infinite). Then every strategy s has
@@ -31,16 +36,16 @@
 // (ft.h "Known strategies"); every strategy is then within (1+epsilon) of the union of the result
 // and the known costs' strategies, as FT's own guarantee with known costs reads.
 //
-// relaxation_hubs(problem, fits, max_hubs): hubs chosen greedily until every scope of the split
-// Problem's greedy elimination order passes `fits`: each round, among the nodes (copies counted as
-// their hub) in the scopes that fail, those in the most such scopes, then the lowest id; nullopt
-// when max_hubs would not do, or no node is left to split; empty when the Problem already fits.
+// relaxation_hubs(problem, fits, max_hubs, min_neighbours): hubs chosen greedily until every
+// scope of the split Problem's greedy elimination order passes `fits`: each round, among the
+// nodes with at least two configurations and min_neighbours distinct neighbours that lie in the
+// scopes that fail (copies counted as their hub), the one in the most such scopes, then the lowest
+// id. It stops when the scopes fit (`fits` true), at max_hubs, or when no such node is left.
 //
 // Thread-safety: pure functions; solve_relaxed as solve_ft. Errors: as solve_ft;
 // std::invalid_argument for a hub out of range or repeated.
 #pragma once
 
-#include <optional>
 #include <vector>
 
 #include "planner/ft/condition.h"
@@ -50,6 +55,7 @@
 namespace tensoropt::planner {
 
 inline constexpr int kMaxRepairsPerPoint = 64;
+inline constexpr size_t kConditionedBranches = 4;
 
 struct SplitProblem {
   Problem problem;
@@ -58,8 +64,12 @@ struct SplitProblem {
 
 [[nodiscard]] SplitProblem split_hubs(const Problem& problem, const std::vector<int>& hubs);
 
-[[nodiscard]] std::optional<std::vector<int>> relaxation_hubs(const Problem& problem, const ScopeFits& fits,
-                                                              int max_hubs);
+struct HubChoice {
+  std::vector<int> hubs;  // in the order chosen
+  bool fits = false;      // every scope of the split Problem passes `fits`
+};
+
+[[nodiscard]] HubChoice relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs, int min_neighbours);
 
 struct RelaxedResult {
   FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
@@ -70,6 +80,14 @@ struct RelaxedResult {
 
 [[nodiscard]] RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs,
                                           const FtOptions& options = {});
+
+// The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
+// coordinates, and the bound point that needs it (the first such; 0 when e is 0).
+struct BoundGap {
+  double epsilon = 0;
+  size_t worst = 0;
+};
+[[nodiscard]] BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner);
 
 // The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
 // coordinates (infinite when `inner` is empty and `bound` is not).

@@ -1,13 +1,16 @@
 #include "planner/search/restricted.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <utility>
 
 #include "planner/baselines.h"
 #include "planner/ft/condition.h"
+#include "planner/ft/relax.h"
 #include "planner/search/merge.h"
 
 namespace tensoropt::planner {
@@ -19,6 +22,12 @@ constexpr double kMaxExactFactorEntries = 1 << 16;
 // Nor orders this wide: the work per elimination grows with the scope even where few
 // configurations are left (transformers and ResNets have width 2 or 3; DenseNet's blocks ~25).
 constexpr int kMaxExactWidth = 8;
+
+// Hubs a relaxation splits at most, and the scopes it leaves a slow Problem (a layer's own
+// tensors, not the hubs it reads).
+constexpr int kMaxHubs = 64;
+constexpr double kSlowScopeEntries = 256;
+constexpr int kHubNeighbours = 7;
 
 // Conditioning is tried on at most this many assignments of the fixed nodes (each one FT solve
 // of the narrowed space, most of them left out by the points found before).
@@ -147,7 +156,7 @@ std::vector<std::vector<int>> uniform_restriction(const StrategySpace& space, co
 // The union of the two uniform restrictions' frontiers; nullopt when FT refuses both.
 std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                                       const std::vector<bool>& wide, bool strict, const FtOptions& ft,
-                                      std::string& approximation, bool time_only) {
+                                      Approximation& approximation, bool time_only) {
   std::vector<FrontierPoint> all;
   FtStats stats;
   int restricted = 0;
@@ -168,7 +177,8 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
     }
   }
   if (!solved) return std::nullopt;
-  approximation = "approximate: " + std::to_string(restricted) +
+  approximation.within = -1;
+  approximation.text = "approximate: " + std::to_string(restricted) +
                   " variables of densely connected regions restricted to uniform data-parallel or replicated strategies" +
                   (strict ? std::string(", their parameters replicated") : std::string());
   FtResult out;
@@ -195,17 +205,75 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
   return in_space(solve_ft(sub, options), keep);
 }
 
+bool relaxable(const Problem& p, const EliminationOrder& order) {
+  const std::vector<std::vector<int>> adj = neighbours(p);
+  for (const std::vector<int>& scope : order.scopes) {
+    double entries = 1;
+    for (int v : scope) entries *= p.num_configs(v);
+    if (entries <= kSlowScopeEntries) continue;
+    for (int v : scope)
+      if (p.num_configs(v) >= 2 && static_cast<int>(adj[static_cast<size_t>(v)].size()) >= kHubNeighbours) return true;
+  }
+  return false;
+}
+
+std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& ft,
+                                         Approximation& approximation) {
+  const auto small = [](const Problem& p, const std::vector<int>& scope) {
+    double entries = 1;
+    for (int v : scope) entries *= p.num_configs(v);
+    return entries <= kSlowScopeEntries;
+  };
+  // Slow: the nodes read across many layers (more neighbours than a layer's own tensors have),
+  // however small the scopes left; wide: any node, until FT takes the split Problem.
+  const HubChoice choice = slow ? relaxation_hubs(problem, small, kMaxHubs, kHubNeighbours)
+                                : relaxation_hubs(problem, scope_tractable, kMaxHubs, 2);
+  if (choice.hubs.empty() || (!slow && !choice.fits)) return std::nullopt;
+  const std::vector<int>* hubs = &choice.hubs;
+  try {
+    RelaxedResult r = solve_relaxed(problem, *hubs, ft);
+    if (r.epsilon > ft.epsilon) {
+      char within[32];
+      std::snprintf(within, sizeof within, "%.2g%%", 100 * r.epsilon);
+      approximation.within = r.epsilon;
+      approximation.text = std::string("approximate: within ") + within + " of the exact frontier, proven by a relaxation of " +
+                           std::to_string(hubs->size()) + (hubs->size() == 1 ? " tensor" : " tensors") +
+                           " read across many layers (" +
+                           (slow ? "the exact search passed its work budget; --exact insists on it" : "too wide for an exact search") + ")";
+    }
+    return std::move(r.result);
+  } catch (const FtMemoryLimit&) {
+    throw;
+  } catch (const std::length_error&) {
+    return std::nullopt;
+  }
+}
+
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                             const FtOptions& ft, std::string& approximation, bool time_only) {
+                             const FtOptions& ft, Approximation& approximation, bool time_only) {
   const auto [sub, keep] = restricted_problem(space, allowed, time_only);
+  FtOptions unbounded = ft;  // for the last resorts: no work budget
+  unbounded.max_points_built = 0;
+  std::string refused;
+  bool slow = false;
   try {
     // Refuse at once when the elimination order promises a factor beyond the budget, rather than
     // after building the factors that precede it.
-    if (!tractable(sub)) throw std::length_error("elimination width");
-    return in_space(solve_ft(sub, ft), keep);
+    auto order = std::make_shared<const EliminationOrder>(greedy_elimination_order(sub));
+    if (!tractable(sub, *order)) throw std::length_error("elimination width");
+    FtOptions exact = ft;
+    exact.order = order;
+    exact.bounds = nullptr;
+    if (!relaxable(sub, *order)) exact.max_points_built = 0;
+    return in_space(solve_ft(sub, exact), keep);
   } catch (const FtMemoryLimit&) {
     throw;  // restricting wide regions is for wide orders, not for big frontiers
-  } catch (const std::length_error&) {
+  } catch (const FtWorkLimit&) {
+    slow = true;
+  } catch (const std::length_error& e) {
+    refused = e.what();
+  }
+  if (!slow) {
     // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
     try {
       if (std::optional<FtResult> res = solve_conditioned(sub, keep, ft)) return std::move(*res);
@@ -213,30 +281,32 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
       throw;
     } catch (const std::length_error&) {
     }
-    const std::vector<std::vector<int>> adj = neighbours(space.problem());
-    std::vector<bool> wide(adj.size(), false);
-    for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;
-    // Rings around the wide variables, then the same with each of their parameters held to one
-    // layout (a weight that every layer reads joins them all, whatever else is restricted), then
-    // every variable so: the last always leaves a space FT takes.
-    for (bool strict : {false, true}) {
-      std::vector<bool> ring = wide;
-      for (int r = 0; r < 3; ++r) {
-        if (r > 0) {
-          std::vector<bool> grown = ring;
-          for (size_t v = 0; v < adj.size(); ++v)
-            if (ring[v])
-              for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
-          ring = grown;
-        }
-        if (std::optional<FtResult> res = solve_uniform(space, allowed, ring, strict, ft, approximation, time_only))
-          return std::move(*res);
-      }
-    }
-    const std::vector<bool> all(adj.size(), true);
-    if (std::optional<FtResult> res = solve_uniform(space, allowed, all, true, ft, approximation, time_only)) return std::move(*res);
-    throw;
   }
+  if (std::optional<FtResult> res = solve_relaxation(sub, slow, ft, approximation)) return in_space(std::move(*res), keep);
+  if (slow) return in_space(solve_ft(sub, unbounded), keep);
+  const std::vector<std::vector<int>> adj = neighbours(space.problem());
+  std::vector<bool> wide(adj.size(), false);
+  for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;
+  // Rings around the wide variables, then the same with each of their parameters held to one
+  // layout (a weight that every layer reads joins them all, whatever else is restricted), then
+  // every variable so: the last always leaves a space FT takes.
+  for (bool strict : {false, true}) {
+    std::vector<bool> ring = wide;
+    for (int r = 0; r < 3; ++r) {
+      if (r > 0) {
+        std::vector<bool> grown = ring;
+        for (size_t v = 0; v < adj.size(); ++v)
+          if (ring[v])
+            for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
+        ring = grown;
+      }
+      if (std::optional<FtResult> res = solve_uniform(space, allowed, ring, strict, unbounded, approximation, time_only))
+        return std::move(*res);
+    }
+  }
+  const std::vector<bool> all(adj.size(), true);
+  if (std::optional<FtResult> res = solve_uniform(space, allowed, all, true, unbounded, approximation, time_only)) return std::move(*res);
+  throw std::length_error(refused);
 }
 
 }  // namespace tensoropt::planner

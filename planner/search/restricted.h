@@ -11,11 +11,21 @@
 // theirs) are restricted to uniform strategies, solved once with every such op data parallel and
 // every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
 // MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
+//
+// Slow regions. A space FT takes, but whose exact search passes its work budget
+// (FtOptions::max_points_built: a few hubs that many layers read keep thousands of frontiers
+// alive side by side, planner/ft/relax.h), is relaxed instead: its hubs split until no scope of
+// the split Problem has more than kSlowScopeEntries entries, the split Problem solved, its points
+// repaired into real strategies, and the mesh marked approximate within the epsilon proven
+// between the two. A space too wide for FT and for conditioning is relaxed the same way (hubs
+// split until tractable()) before any uniform restriction. Where neither helps, a slow space is
+// solved exactly however long it takes, a wide one restricted as above.
 // Errors: FtMemoryLimit propagates (restricting wide regions is for wide orders, not for big
 // frontiers); std::length_error when even the restricted space is refused.
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +34,13 @@
 #include "planner/space/space.h"
 
 namespace tensoropt::planner {
+
+// What a solve gave up to finish: nothing (text empty, within 0), or what it restricted or
+// relaxed, in words, and the proven bound (MeshStats::within; negative when none is known).
+struct Approximation {
+  std::string text;
+  double within = 0;
+};
 
 // Whether FT may be tried exactly on `p`, eliminated in `order`: no factor above
 // kMaxExactFactorEntries entries and an order no wider than kMaxExactWidth, unless no factor
@@ -37,9 +54,21 @@ bool tractable(const Problem& p, const EliminationOrder& order);
 FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                           const FtOptions& options, bool time_only = false);
 
-// solve_restricted, with the wide-region restriction above when FT refuses; `approximation` is
-// set to what was restricted, left alone when the result is exact.
+// solve_restricted, with the fallbacks above when FT refuses or passes options.max_points_built;
+// `approximation` is set to what was given up, left alone when the result is exact.
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
-                             const FtOptions& options, std::string& approximation, bool time_only = false);
+                             const FtOptions& options, Approximation& approximation, bool time_only = false);
+
+// Whether a slow `problem` has hubs to relax: a node of two or more configurations and more
+// neighbours than a layer's own tensors have, in a scope of `order` above kSlowScopeEntries.
+// Where none is, passing the work budget changes nothing, so none is set.
+bool relaxable(const Problem& problem, const EliminationOrder& order);
+
+// The relaxation of `problem` above: `slow` for a Problem whose exact search passed its budget,
+// else one too wide. nullopt when no split of at most kMaxHubs nodes makes it fit, or FT refuses
+// or passes its budget on the split Problem (FtMemoryLimit propagates). A relaxation whose
+// epsilon comes out 0 is the exact frontier, and leaves `approximation` alone.
+std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& options,
+                                         Approximation& approximation);
 
 }  // namespace tensoropt::planner

@@ -3,6 +3,7 @@
 // the peak bound when a point's peak lies elsewhere.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -25,16 +26,23 @@ std::string format_epsilon(double e) {
   return text;
 }
 
-// A tractable space is solved as built, in the order and with the bounds computed with it; else,
-// or when a factor would pass max_factor_points, by the wide-region fallback.
-FtResult solve_once(const MeshSlot& slot, FtOptions ft, std::string& approximation) {
+// A tractable space is solved as built, in the order and with the bounds computed with it; one
+// whose exact search passes the work budget is relaxed, or solved exactly without the budget
+// where no relaxation helps; else, or when a factor would pass max_factor_points, by the
+// wide-region fallback (planner/search/restricted.h).
+FtResult solve_once(const MeshSlot& slot, FtOptions ft, Approximation& approximation) {
   if (slot.exact) {
     ft.order = slot.order;
     ft.bounds = slot.bounds;
+    if (!relaxable(*slot.problem, *slot.order)) ft.max_points_built = 0;
     try {
       return solve_ft_branched(*slot.problem, ft);
     } catch (const FtMemoryLimit&) {
       throw;
+    } catch (const FtWorkLimit&) {
+      if (std::optional<FtResult> r = solve_relaxation(*slot.problem, true, ft, approximation)) return std::move(*r);
+      ft.max_points_built = 0;
+      return solve_ft_branched(*slot.problem, ft);
     } catch (const std::length_error&) {
     }
   }
@@ -47,18 +55,23 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, std::string& approximati
 // slot.skipped saying why, when the mesh cannot be solved.
 bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
   MeshStats& ms = slot.stats;
+  Approximation approximation;
+  approximation.within = ft.epsilon;
   try {
     try {
-      slot.result = solve_once(slot, ft, ms.approximation);
+      slot.result = solve_once(slot, ft, approximation);
     } catch (const FtMemoryLimit&) {
       if (ft.epsilon > 0) throw;
       // An exact frontier this big has its points microseconds apart: thin it, and say so.
       ft.epsilon = kFallbackEpsilon;
-      slot.result = solve_once(slot, ft, ms.approximation);
-      ms.approximation = "approximate: the exact frontier passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
-                         " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
-                         (ms.approximation.empty() ? "" : "; " + ms.approximation);
+      approximation = {"", kFallbackEpsilon};
+      slot.result = solve_once(slot, ft, approximation);
+      approximation.text = "approximate: the exact frontier passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
+                           " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
+                           (approximation.text.empty() ? "" : "; " + approximation.text);
     }
+    ms.approximation = approximation.text;
+    ms.within = approximation.within;
   } catch (const FtMemoryLimit&) {
     slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                    " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
@@ -81,6 +94,7 @@ bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, 
   ft.epsilon = options.epsilon;
   ft.max_factor_points = options.max_factor_points;
   ft.max_bytes = max_bytes;
+  ft.max_points_built = options.max_exact_points;
   // ft.threads stays 0: each mesh may use every hardware thread for its big factors, so when
   // one of a wave finishes early the others take its cores.
   ft.known = slot.hull.costs;
@@ -130,6 +144,7 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
     slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(*slot.problem, *slot.order)) : nullptr;
     slot.costs.clear();
     ms.approximation.clear();
+    ms.within = 0;
     attempt(slot, found, max_bytes, seconds_before, context);
   }
 }

@@ -5,7 +5,7 @@
 
 #include <cmath>
 #include <limits>
-#include <optional>
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -132,17 +132,24 @@ TEST_CASE("solve_relaxed with epsilon and with known costs keeps its guarantee")
 
 TEST_CASE("relaxation_hubs splits the nodes read across the chain, and only as many as it may") {
   Rng rng(5);
-  const Problem p = with_hubs(12, 2, 2, 3, rng);
-  const std::optional<std::vector<int>> hubs = relaxation_hubs(p, kPairs, 8);
-  REQUIRE(hubs.has_value());
-  std::vector<int> sorted = *hubs;
+  const Problem p = with_hubs(12, 2, 2, 3, rng);  // each hub joins 6 chain nodes
+  const HubChoice both = relaxation_hubs(p, kPairs, 8, 2);
+  CHECK(both.fits);
+  std::vector<int> sorted = both.hubs;
   std::sort(sorted.begin(), sorted.end());
   CHECK(sorted == last_nodes(p, 2));
-  CHECK(!relaxation_hubs(p, kPairs, 1).has_value());
+  const HubChoice one = relaxation_hubs(p, kPairs, 1, 2);
+  CHECK(one.hubs.size() == 1);
+  CHECK(!one.fits);
+  const HubChoice none = relaxation_hubs(p, kPairs, 8, 7);  // no node has 7 neighbours
+  CHECK(none.hubs.empty());
+  CHECK(!none.fits);
   const Problem chain = random_problem(Shape::kChain, 10, 3, 20, 1, rng);
-  CHECK(relaxation_hubs(chain, kPairs, 8) == std::vector<int>{});
+  const HubChoice fine = relaxation_hubs(chain, kPairs, 8, 2);
+  CHECK(fine.fits);
+  CHECK(fine.hubs.empty());
   const ScopeFits nothing = [](const Problem&, const std::vector<int>&) { return false; };
-  CHECK(!relaxation_hubs(p, nothing, 100).has_value());  // no node left that splitting helps
+  CHECK(!relaxation_hubs(p, nothing, 100, 2).fits);  // every node with two neighbours split, still failing
 }
 
 TEST_CASE("covering_epsilon by hand") {
