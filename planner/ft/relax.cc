@@ -238,7 +238,8 @@ BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner) {
 
 double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner) { return bound_gap(bound, inner).epsilon; }
 
-RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs, const FtOptions& options) {
+RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs, const FtOptions& options,
+                            std::vector<FrontierPoint> seeds) {
   const auto start = std::chrono::steady_clock::now();
   const RepairContext context(problem, hubs);
   const SplitProblem split = split_hubs(problem, hubs);
@@ -264,7 +265,14 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     for (Repair& r : context.repairs(p.assignment)) candidates.push_back({r.cost, i, std::move(r.configs)});
   }
   candidates = pareto_merge(std::move(candidates));
-  std::vector<FrontierPoint> repaired;
+  std::vector<FrontierPoint> repaired = std::move(seeds);
+  for (FrontierPoint& q : repaired) {
+    bool fits = q.assignment.size() == static_cast<size_t>(problem.num_nodes());
+    for (size_t v = 0; fits && v < q.assignment.size(); ++v)
+      fits = q.assignment[v] >= 0 && q.assignment[v] < problem.num_configs(static_cast<int>(v));
+    if (!fits) throw std::invalid_argument("relaxation: a seed is not a strategy of the Problem");
+    q.cost = detail::evaluate_unchecked(problem, q.assignment);
+  }
   for (const Candidate& c : candidates) {
     const std::vector<int>& a = relaxed.points[c.point].assignment;
     FrontierPoint q;
@@ -285,7 +293,7 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   // exactly, knowing the points so far; its points join the set. Again while a gap is left and
   // the configurations are new.
   std::vector<std::vector<int>> tried;
-  for (size_t n = 0; n < kConditionedBranches && cov.epsilon > 0; ++n) {
+  for (size_t n = 0; n < kConditionedBranches && cov.epsilon > kBranchGap; ++n) {
     const Cost b = out.bound[cov.worst];
     std::vector<Repair> near = context.repairs(relaxed.points[cov.worst].assignment);
     const auto distance = [&](const Repair& r) { return std::max(ratio(r.cost.time, b.time), ratio(r.cost.memory, b.memory)); };
@@ -331,7 +339,9 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
       all.push_back(std::move(q));
     }
     out.result.points = pareto_merge(std::move(all));
+    const double before = cov.epsilon;
     cov = bound_gap(out.bound, inner());
+    if (cov.epsilon >= before) break;  // the gap lies in the bound there, not in the points
   }
   out.epsilon = (1 + options.epsilon) * (1 + cov.epsilon) - 1;
   out.result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

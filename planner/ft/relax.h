@@ -21,12 +21,14 @@
 // plus its edges to the nodes that are not hubs; across hubs those sets are summed and kept
 // Pareto (at most kMaxRepairsPerPoint a point, the ends and evenly spaced ones kept). The
 // repaired strategies are costed by evaluate(); the result's points are their Pareto set, each an
-// actual strategy. Then, while the epsilon below is above 0 (at most kConditionedBranches
-// times): the repair nearest the bound point worst covered whose hub configurations were not tried
-// gives them (else the configurations most of the points use, not tried yet), the Problem with the hubs fixed to them (narrow, fold_independent_edges: as narrow as the split
-// Problem) is solved exactly knowing the points so far, and its points join the Pareto set; a
-// solve past options' max_points_built (counted with the split solve's) ends this, the points so
-// far standing.
+// actual strategy; with `seeds`, those strategies too. Then, while the epsilon below is above
+// kBranchGap (at most kConditionedBranches times): the repair nearest the bound point worst
+// covered whose hub configurations were not tried gives them (else the configurations most of
+// the points use, not tried yet), the Problem with the hubs fixed to them (narrow,
+// fold_independent_edges: as narrow as the split Problem) is solved exactly knowing the points so
+// far, and its points join the Pareto set. A branch that leaves the epsilon as it was ends this
+// (the gap lies in the bound, which no branch lowers), as does a solve past options'
+// max_points_built (counted with the split solve's), the points so far standing.
 //
 // The guarantee. epsilon is the least e such that every point b of B has a result point u with
 // u <= (1+e) b in both coordinates (0/0 counts as 1, x/0 as infinite). Then every strategy s has
@@ -56,6 +58,7 @@ namespace tensoropt::planner {
 
 inline constexpr int kMaxRepairsPerPoint = 64;
 inline constexpr size_t kConditionedBranches = 4;
+inline constexpr double kBranchGap = 0.002;
 
 struct SplitProblem {
   Problem problem;
@@ -78,8 +81,10 @@ struct RelaxedResult {
   int copies = 0;           // nodes the split added
 };
 
+// `seeds`: strategies of the Problem known already (another method's points; their costs are
+// evaluate()d again), joined to the repaired ones before the gap is measured.
 [[nodiscard]] RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs,
-                                          const FtOptions& options = {});
+                                          const FtOptions& options = {}, std::vector<FrontierPoint> seeds = {});
 
 // The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
 // coordinates, and the bound point that needs it (the first such; 0 when e is 0).

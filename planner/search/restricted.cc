@@ -218,7 +218,7 @@ bool relaxable(const Problem& p, const EliminationOrder& order) {
 }
 
 std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& ft,
-                                         Approximation& approximation) {
+                                         Approximation& approximation, std::vector<FrontierPoint> seeds) {
   const auto small = [](const Problem& p, const std::vector<int>& scope) {
     double entries = 1;
     for (int v : scope) entries *= p.num_configs(v);
@@ -231,7 +231,7 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, cons
   if (choice.hubs.empty() || (!slow && !choice.fits)) return std::nullopt;
   const std::vector<int>* hubs = &choice.hubs;
   try {
-    RelaxedResult r = solve_relaxed(problem, *hubs, ft);
+    RelaxedResult r = solve_relaxed(problem, *hubs, ft, std::move(seeds));
     if (r.epsilon > ft.epsilon) {
       char within[32];
       std::snprintf(within, sizeof within, "%.2g%%", 100 * r.epsilon);
@@ -282,8 +282,14 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
     } catch (const std::length_error&) {
     }
   }
-  if (std::optional<FtResult> res = solve_relaxation(sub, slow, ft, approximation)) return in_space(std::move(*res), keep);
-  if (slow) return in_space(solve_ft(sub, unbounded), keep);
+  if (slow) {
+    if (std::optional<FtResult> res = solve_relaxation(sub, true, ft, approximation)) return in_space(std::move(*res), keep);
+    return in_space(solve_ft(sub, unbounded), keep);
+  }
+  // Too wide: the uniform restrictions below (quick, and close where measured), then the
+  // relaxation with their points among its own, which proves how close.
+  std::optional<FtResult> uniform;
+  Approximation restricted;
   const std::vector<std::vector<int>> adj = neighbours(space.problem());
   std::vector<bool> wide(adj.size(), false);
   for (size_t v = 0; v < adj.size(); ++v) wide[v] = adj[v].size() > 6;
@@ -292,7 +298,7 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
   // every variable so: the last always leaves a space FT takes.
   for (bool strict : {false, true}) {
     std::vector<bool> ring = wide;
-    for (int r = 0; r < 3; ++r) {
+    for (int r = 0; r < 3 && !uniform; ++r) {
       if (r > 0) {
         std::vector<bool> grown = ring;
         for (size_t v = 0; v < adj.size(); ++v)
@@ -300,12 +306,28 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
             for (int u : adj[v]) grown[static_cast<size_t>(u)] = true;
         ring = grown;
       }
-      if (std::optional<FtResult> res = solve_uniform(space, allowed, ring, strict, unbounded, approximation, time_only))
-        return std::move(*res);
+      uniform = solve_uniform(space, allowed, ring, strict, unbounded, restricted, time_only);
     }
   }
-  const std::vector<bool> all(adj.size(), true);
-  if (std::optional<FtResult> res = solve_uniform(space, allowed, all, true, unbounded, approximation, time_only)) return std::move(*res);
+  if (!uniform) uniform = solve_uniform(space, allowed, std::vector<bool>(adj.size(), true), true, unbounded, restricted, time_only);
+  std::vector<FrontierPoint> seeds;
+  if (uniform) {
+    // The points in the restricted Problem's configurations.
+    std::vector<std::vector<int>> index(keep.size());
+    for (size_t v = 0; v < keep.size(); ++v) {
+      index[v].assign(space.variables()[v].configs.size(), -1);
+      for (size_t k = 0; k < keep[v].size(); ++k) index[v][static_cast<size_t>(keep[v][k])] = static_cast<int>(k);
+    }
+    for (FrontierPoint p : uniform->points) {
+      for (size_t v = 0; v < keep.size(); ++v) p.assignment[v] = index[v][static_cast<size_t>(p.assignment[v])];
+      seeds.push_back(std::move(p));
+    }
+  }
+  if (std::optional<FtResult> res = solve_relaxation(sub, false, ft, approximation, std::move(seeds))) return in_space(std::move(*res), keep);
+  if (uniform) {
+    approximation = restricted;
+    return std::move(*uniform);
+  }
   throw std::length_error(refused);
 }
 

@@ -17,9 +17,10 @@
 // alive side by side, planner/ft/relax.h), is relaxed instead: its hubs split until no scope of
 // the split Problem has more than kSlowScopeEntries entries, the split Problem solved, its points
 // repaired into real strategies, and the mesh marked approximate within the epsilon proven
-// between the two. A space too wide for FT and for conditioning is relaxed the same way (hubs
-// split until tractable()) before any uniform restriction. Where neither helps, a slow space is
-// solved exactly however long it takes, a wide one restricted as above.
+// between the two. A space too wide for FT and for conditioning is restricted as above, then
+// relaxed the same way (hubs split until tractable()) with the restriction's points among the
+// repaired ones: the mesh is then marked approximate within the proven epsilon. Where relaxing
+// fails, a slow space is solved exactly however long it takes, a wide one keeps the restriction.
 // Errors: FtMemoryLimit propagates (restricting wide regions is for wide orders, not for big
 // frontiers); std::length_error when even the restricted space is refused.
 // Thread-safety: pure functions of their arguments.
@@ -69,6 +70,6 @@ bool relaxable(const Problem& problem, const EliminationOrder& order);
 // or passes its budget on the split Problem (FtMemoryLimit propagates). A relaxation whose
 // epsilon comes out 0 is the exact frontier, and leaves `approximation` alone.
 std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& options,
-                                         Approximation& approximation);
+                                         Approximation& approximation, std::vector<FrontierPoint> seeds = {});
 
 }  // namespace tensoropt::planner

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "planner/ft/branch.h"
+#include "planner/ft/brute_force.h"
 #include "planner/ft/elimination_order.h"
 #include "planner/ft/relax.h"
 #include "tests/planner/ft/random_problems.h"
@@ -128,6 +129,25 @@ TEST_CASE("solve_relaxed with epsilon and with known costs keeps its guarantee")
     both.insert(both.end(), known.known.begin(), known.known.end());
     for (Cost s : truth) CHECK(covered(both, s, 1 + k.epsilon));
   }
+}
+
+TEST_CASE("solve_relaxed keeps the seeds it is given, or points that dominate them") {
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    const Problem p = with_hubs(8, 2, 2, 3, rng);
+    FtResult exact = solve_brute_force(p);
+    for (FrontierPoint& q : exact.points) q.cost = {};  // costed again by solve_relaxed
+    const RelaxedResult r = solve_relaxed(p, last_nodes(p, 2), {}, exact.points);
+    for (Cost s : brute_frontier(p)) CHECK(covered(costs(r.result), s, 1));
+    CHECK(r.epsilon == covering_epsilon(r.bound, brute_frontier(p)));  // the exact frontier's own gap
+    CHECK(assignments_that_evaluate_to_their_cost(p, r.result) == static_cast<int>(r.result.points.size()));
+  }
+  Rng rng(1);
+  const Problem p = with_hubs(8, 2, 2, 3, rng);
+  FrontierPoint bad;
+  bad.assignment.assign(static_cast<size_t>(p.num_nodes()), 5);
+  CHECK_THROWS_AS((void)solve_relaxed(p, last_nodes(p, 2), {}, {bad}), std::invalid_argument);
 }
 
 TEST_CASE("relaxation_hubs splits the nodes read across the chain, and only as many as it may") {
