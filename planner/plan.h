@@ -81,6 +81,7 @@ struct MeshStats {
   // FT's memory: 0 exact, the --epsilon asked for, 0.01 where the memory limit thinned it, a
   // relaxation's proven epsilon; negative where no bound is known (uniform restrictions).
   double within = 0;
+  int relaxed_hubs = 0;  // variables split by the relaxation that solved the mesh; 0: none did
   // FT carried the step's peak at the last op (StrategySpace::carry_peak_bound) and every point
   // it returned had its whole workspace in that bound: the mesh's frontier is exact for the full
   // memory, workspace included, not only for the summed terms (docs/search.md "The peak bound").

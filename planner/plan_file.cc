@@ -272,7 +272,8 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
                         {"branches", m.ft.branches}, {"branches_left_out", m.ft.branches_left_out},
                         {"peak_bytes", m.ft.peak_bytes},
                         {"points_built", m.ft.points_built}, {"exact", m.approximation.empty()}, {"approximation", m.approximation},
-                        {"within", m.within >= 0 ? ordered_json(m.within) : ordered_json(nullptr)}, {"peak_exact", m.peak_exact}});
+                        {"within", m.within >= 0 ? ordered_json(m.within) : ordered_json(nullptr)}, {"relaxed_hubs", m.relaxed_hubs},
+                        {"peak_exact", m.peak_exact}});
     fj["planner"] = {{"seconds", f.seconds}, {"peak_bytes", f.peak_bytes}, {"meshes", meshes}, {"skipped", f.skipped}};
     fj["chosen"] = gp.chosen >= 0 ? ordered_json(gp.chosen) : ordered_json(nullptr);
     fj["chosen_reason"] = gp.reason;

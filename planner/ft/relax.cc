@@ -336,6 +336,7 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     std::vector<FrontierPoint> all = std::move(out.result.points);
     for (FrontierPoint& q : r.points) {
       for (size_t v = 0; v < sub.keep.size(); ++v) q.assignment[v] = sub.keep[v][static_cast<size_t>(q.assignment[v])];
+      q.cost = detail::evaluate_unchecked(problem, q.assignment);  // this Problem's sums, not the narrowed one's
       all.push_back(std::move(q));
     }
     out.result.points = pareto_merge(std::move(all));

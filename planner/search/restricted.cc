@@ -232,6 +232,7 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, cons
   const std::vector<int>* hubs = &choice.hubs;
   try {
     RelaxedResult r = solve_relaxed(problem, *hubs, ft, std::move(seeds));
+    approximation.hubs = static_cast<int>(hubs->size());
     if (r.epsilon > ft.epsilon) {
       char within[32];
       std::snprintf(within, sizeof within, "%.2g%%", 100 * r.epsilon);
@@ -276,14 +277,14 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
   if (!slow) {
     // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
     try {
-      if (std::optional<FtResult> res = solve_conditioned(sub, keep, ft)) return std::move(*res);
+      if (std::optional<FtResult> res = solve_conditioned(sub, keep, unbounded)) return std::move(*res);
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const std::length_error&) {
     }
   }
   if (slow) {
-    if (std::optional<FtResult> res = solve_relaxation(sub, true, ft, approximation)) return in_space(std::move(*res), keep);
+    if (std::optional<FtResult> res = solve_relaxation(sub, true, unbounded, approximation)) return in_space(std::move(*res), keep);
     return in_space(solve_ft(sub, unbounded), keep);
   }
   // Too wide: the uniform restrictions below (quick, and close where measured), then the
@@ -323,7 +324,8 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
       seeds.push_back(std::move(p));
     }
   }
-  if (std::optional<FtResult> res = solve_relaxation(sub, false, ft, approximation, std::move(seeds))) return in_space(std::move(*res), keep);
+  if (std::optional<FtResult> res = solve_relaxation(sub, false, unbounded, approximation, std::move(seeds)))
+    return in_space(std::move(*res), keep);
   if (uniform) {
     approximation = restricted;
     return std::move(*uniform);

@@ -41,6 +41,7 @@ namespace tensoropt::planner {
 struct Approximation {
   std::string text;
   double within = 0;
+  int hubs = 0;  // variables a relaxation split (MeshStats::relaxed_hubs)
 };
 
 // Whether FT may be tried exactly on `p`, eliminated in `order`: no factor above

@@ -40,8 +40,8 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, Approximation& approxima
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const FtWorkLimit&) {
+      ft.max_points_built = 0;  // the relaxed Problem is narrow: no budget
       if (std::optional<FtResult> r = solve_relaxation(*slot.problem, true, ft, approximation)) return std::move(*r);
-      ft.max_points_built = 0;
       return solve_ft_branched(*slot.problem, ft);
     } catch (const std::length_error&) {
     }
@@ -72,6 +72,7 @@ bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
     }
     ms.approximation = approximation.text;
     ms.within = approximation.within;
+    ms.relaxed_hubs = approximation.hubs;
   } catch (const FtMemoryLimit&) {
     slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                    " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
@@ -145,6 +146,7 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
     slot.costs.clear();
     ms.approximation.clear();
     ms.within = 0;
+    ms.relaxed_hubs = 0;
     attempt(slot, found, max_bytes, seconds_before, context);
   }
 }
