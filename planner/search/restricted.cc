@@ -28,6 +28,7 @@ constexpr int kMaxExactWidth = 8;
 constexpr int kMaxHubs = 64;
 constexpr double kSlowScopeEntries = 256;
 constexpr int kHubNeighbours = 7;
+constexpr double kWideScopeEntries = 4096;
 
 // Conditioning is tried on at most this many assignments of the fixed nodes (each one FT solve
 // of the narrowed space, most of them left out by the points found before).
@@ -219,15 +220,19 @@ bool relaxable(const Problem& p, const EliminationOrder& order) {
 
 std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& ft,
                                          Approximation& approximation, std::vector<FrontierPoint> seeds) {
-  const auto small = [](const Problem& p, const std::vector<int>& scope) {
-    double entries = 1;
-    for (int v : scope) entries *= p.num_configs(v);
-    return entries <= kSlowScopeEntries;
+  const auto at_most = [](double limit) {
+    return [limit](const Problem& p, const std::vector<int>& scope) {
+      double entries = 1;
+      for (int v : scope) entries *= p.num_configs(v);
+      return entries <= limit;
+    };
   };
   // Slow: the nodes read across many layers (more neighbours than a layer's own tensors have),
-  // however small the scopes left; wide: any node, until FT takes the split Problem.
-  const HubChoice choice = slow ? relaxation_hubs(problem, small, kMaxHubs, kHubNeighbours)
-                                : relaxation_hubs(problem, scope_tractable, kMaxHubs, 2);
+  // however small the scopes left; wide: any node, until the scopes are small enough that the
+  // split Problem solves in about the time of the uniform restriction (splitting only until
+  // tractable() leaves scopes of 65,536 entries: a tighter bound, at 20 times the time).
+  const HubChoice choice = slow ? relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours)
+                                : relaxation_hubs(problem, at_most(kWideScopeEntries), kMaxHubs, 2);
   if (choice.hubs.empty() || (!slow && !choice.fits)) return std::nullopt;
   const std::vector<int>* hubs = &choice.hubs;
   try {

@@ -18,7 +18,8 @@
 // the split Problem has more than kSlowScopeEntries entries, the split Problem solved, its points
 // repaired into real strategies, and the mesh marked approximate within the epsilon proven
 // between the two. A space too wide for FT and for conditioning is restricted as above, then
-// relaxed the same way (hubs split until tractable()) with the restriction's points among the
+// relaxed the same way (any variable split until no scope has more than kWideScopeEntries
+// entries) with the restriction's points among the
 // repaired ones: the mesh is then marked approximate within the proven epsilon. Where relaxing
 // fails, a slow space is solved exactly however long it takes, a wide one keeps the restriction.
 // Errors: FtMemoryLimit propagates (restricting wide regions is for wide orders, not for big
