@@ -105,7 +105,8 @@ struct RepairContext {
   }
 
   // The repairs of assignment `a` (the split Problem's, its first num_nodes() entries): the
-  // Pareto set of the hubs' choices summed, thinned to kMaxRepairsPerPoint, with `rest` added.
+  // Pareto set of the hubs' choices summed, thinned to kRepairBudget / hubs (at least 4), with
+  // `rest` added.
   std::vector<Repair> repairs(const std::vector<int>& a) const {
     std::vector<std::vector<Partial>> levels{{{rest(a), 0, -1}}};
     for (size_t i = 0; i < hubs.size(); ++i) {
@@ -115,7 +116,7 @@ struct RepairContext {
       next.reserve(sums.size() * choices.size());
       for (size_t j = 0; j < sums.size(); ++j)
         for (const Partial& c : choices) next.push_back({sums[j].cost + c.cost, c.config, static_cast<int>(j)});
-      levels.push_back(pareto_thinned(std::move(next), kMaxRepairsPerPoint));
+      levels.push_back(pareto_thinned(std::move(next), std::max<size_t>(4, kRepairBudget / hubs.size())));
     }
     std::vector<Repair> out;
     for (const Partial& last : levels.back()) {

@@ -19,7 +19,8 @@
 // Repair. A point of B whose copies disagree is no strategy. Each is repaired: every other node
 // keeps its configuration, and each hub takes a configuration on the Pareto set of its own cost
 // plus its edges to the nodes that are not hubs; across hubs those sets are summed and kept
-// Pareto (at most kMaxRepairsPerPoint a point, the ends and evenly spaced ones kept). The
+// Pareto (at most kRepairBudget / hubs a point, and at least 4: the ends and evenly spaced ones
+// kept, so the work and memory of repair stay linear in the bound's points). The
 // repaired strategies are costed by evaluate(); the result's points are their Pareto set, each an
 // actual strategy; with `seeds`, those strategies too. Then, while the epsilon below is above
 // kBranchGap (at most kConditionedBranches times): the repair nearest the bound point worst
@@ -56,7 +57,7 @@
 
 namespace tensoropt::planner {
 
-inline constexpr int kMaxRepairsPerPoint = 64;
+inline constexpr size_t kRepairBudget = 256;
 inline constexpr size_t kConditionedBranches = 4;
 inline constexpr double kBranchGap = 0.002;
 
