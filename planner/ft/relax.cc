@@ -259,6 +259,17 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     size_t point = 0;
     std::vector<int> configs;
   };
+  // A big bound is thinned: a point within (1 + kBoundEpsilon) of the last one kept, in both
+  // coordinates (points go by time ascending, memory descending), is left out. Every strategy is
+  // then within that factor of a kept point, which the stated epsilon counts.
+  double thinned = 0;
+  if (relaxed.points.size() > kMaxBoundPoints) {
+    std::vector<FrontierPoint> kept;
+    for (FrontierPoint& p : relaxed.points)
+      if (kept.empty() || kept.back().cost.memory > (1 + kBoundEpsilon) * p.cost.memory) kept.push_back(std::move(p));
+    relaxed.points = std::move(kept);
+    thinned = kBoundEpsilon;
+  }
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < relaxed.points.size(); ++i) {
     const FrontierPoint& p = relaxed.points[i];
@@ -345,7 +356,7 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     cov = bound_gap(out.bound, inner());
     if (cov.epsilon >= before) break;  // the gap lies in the bound there, not in the points
   }
-  out.epsilon = (1 + options.epsilon) * (1 + cov.epsilon) - 1;
+  out.epsilon = (1 + options.epsilon) * (1 + thinned) * (1 + cov.epsilon) - 1;
   out.result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

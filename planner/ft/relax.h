@@ -35,7 +35,10 @@
 // u <= (1+e) b in both coordinates (0/0 counts as 1, x/0 as infinite). Then every strategy s has
 // a result point u <= (1+e) b <= (1+e) s. With options.epsilon e0 > 0 the split Problem is solved
 // with it, B holds for every point of its exact frontier one within (1+e0), and the stated
-// epsilon is (1+e0)(1+e) - 1. With options.known, FT leaves out of B the points a known cost beats
+// epsilon is (1+e0)(1+e) - 1. A bound of more than kMaxBoundPoints points is first thinned: a
+// point within (1 + kBoundEpsilon) of the last one kept is left out (of the repairs and of the
+// gap), and the stated epsilon is (1+e0)(1+kBoundEpsilon)(1+e) - 1 (every strategy s has a kept
+// point b' <= (1+kBoundEpsilon) b <= (1+kBoundEpsilon) s). With options.known, FT leaves out of B the points a known cost beats
 // (ft.h "Known strategies"); every strategy is then within (1+epsilon) of the union of the result
 // and the known costs' strategies, as FT's own guarantee with known costs reads.
 //
@@ -58,6 +61,8 @@
 namespace tensoropt::planner {
 
 inline constexpr size_t kRepairBudget = 256;
+inline constexpr size_t kMaxBoundPoints = 4096;
+inline constexpr double kBoundEpsilon = 0.001;
 inline constexpr size_t kConditionedBranches = 4;
 inline constexpr double kBranchGap = 0.002;
 
@@ -77,7 +82,7 @@ struct HubChoice {
 
 struct RelaxedResult {
   FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
-  std::vector<Cost> bound;  // B: the split Problem's frontier
+  std::vector<Cost> bound;  // B: the split Problem's frontier, thinned when big (above)
   double epsilon = 0;       // the guarantee above, options.epsilon included
   int copies = 0;           // nodes the split added
 };
