@@ -1,6 +1,8 @@
 // Problem validation and the one strategy-cost sum.
 #include "planner/ft/problem.h"
 
+#include <algorithm>
+
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -167,6 +169,19 @@ Problem fold_independent_edges(const Problem& problem) {
     }
   }
   return out;
+}
+
+std::vector<std::vector<int>> neighbours(const Problem& problem) {
+  std::vector<std::vector<int>> adj(static_cast<size_t>(problem.num_nodes()));
+  for (const Problem::Edge& e : problem.edges) {
+    adj[static_cast<size_t>(e.u)].push_back(e.v);
+    adj[static_cast<size_t>(e.v)].push_back(e.u);
+  }
+  for (auto& a : adj) {
+    std::sort(a.begin(), a.end());
+    a.erase(std::unique(a.begin(), a.end()), a.end());
+  }
+  return adj;
 }
 
 }  // namespace tensoropt::planner

@@ -71,6 +71,9 @@ struct Narrowed {
 // configurations; other edges are kept as they are.
 [[nodiscard]] Problem fold_independent_edges(const Problem& problem);
 
+// Each node's neighbours (the other ends of its edges), sorted, each once.
+[[nodiscard]] std::vector<std::vector<int>> neighbours(const Problem& problem);
+
 namespace detail {
 // evaluate() without validation, for solvers that validated once. REQUIRES: validate(problem)
 // passed and assignment is in range.

@@ -167,18 +167,10 @@ SplitProblem split_hubs(const Problem& problem, const std::vector<int>& hubs) {
 
 HubChoice relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs, int min_neighbours) {
   const int n = problem.num_nodes();
-  std::vector<std::vector<int>> adj(static_cast<size_t>(n));
-  for (const Problem::Edge& e : problem.edges) {
-    adj[static_cast<size_t>(e.u)].push_back(e.v);
-    adj[static_cast<size_t>(e.v)].push_back(e.u);
-  }
+  const std::vector<std::vector<int>> adj = neighbours(problem);
   std::vector<char> candidate(static_cast<size_t>(n), 0);
-  for (int v = 0; v < n; ++v) {
-    std::vector<int>& a = adj[static_cast<size_t>(v)];
-    std::sort(a.begin(), a.end());
-    a.erase(std::unique(a.begin(), a.end()), a.end());
-    candidate[static_cast<size_t>(v)] = problem.num_configs(v) >= 2 && static_cast<int>(a.size()) >= min_neighbours;
-  }
+  for (int v = 0; v < n; ++v)
+    candidate[static_cast<size_t>(v)] = problem.num_configs(v) >= 2 && static_cast<int>(adj[static_cast<size_t>(v)].size()) >= min_neighbours;
   HubChoice out;
   std::vector<int> seen;
   for (;;) {
@@ -250,7 +242,6 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   FtResult relaxed = solve_ft_branched(split.problem, opt);
 
   RelaxedResult out;
-  out.copies = split.problem.num_nodes() - problem.num_nodes();
   out.result.stats = relaxed.stats;
   // Every bound point's repairs, as (point, hub configurations), estimated without the edges
   // between hubs; the Pareto set of the estimates is costed in full.

@@ -84,7 +84,6 @@ struct RelaxedResult {
   FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
   std::vector<Cost> bound;  // B: the split Problem's frontier, thinned when big (above)
   double epsilon = 0;       // the guarantee above, options.epsilon included
-  int copies = 0;           // nodes the split added
 };
 
 // `seeds`: strategies of the Problem known already (another method's points; their costs are

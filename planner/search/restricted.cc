@@ -115,20 +115,6 @@ std::vector<int> family_configs(const StrategySpace& space, int var, bool batch,
   return out;
 }
 
-// Each variable's neighbours in the Problem, sorted, each once.
-std::vector<std::vector<int>> neighbours(const Problem& p) {
-  std::vector<std::vector<int>> adj(static_cast<size_t>(p.num_nodes()));
-  for (const Problem::Edge& e : p.edges) {
-    adj[static_cast<size_t>(e.u)].push_back(e.v);
-    adj[static_cast<size_t>(e.v)].push_back(e.u);
-  }
-  for (auto& a : adj) {
-    std::sort(a.begin(), a.end());
-    a.erase(std::unique(a.begin(), a.end()), a.end());
-  }
-  return adj;
-}
-
 // `allowed` with every wide variable narrowed to its uniform family (data parallel with `batch`,
 // else replicated; `strict`: one configuration per parameter); `restricted` counts the variables
 // narrowed.
@@ -234,16 +220,15 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, cons
   const HubChoice choice = slow ? relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours)
                                 : relaxation_hubs(problem, at_most(kWideScopeEntries), kMaxHubs, 2);
   if (choice.hubs.empty() || (!slow && !choice.fits)) return std::nullopt;
-  const std::vector<int>* hubs = &choice.hubs;
   try {
-    RelaxedResult r = solve_relaxed(problem, *hubs, ft, std::move(seeds));
-    approximation.hubs = static_cast<int>(hubs->size());
+    RelaxedResult r = solve_relaxed(problem, choice.hubs, ft, std::move(seeds));
+    approximation.hubs = static_cast<int>(choice.hubs.size());
     if (r.epsilon > ft.epsilon) {
       char within[32];
       std::snprintf(within, sizeof within, "%.2g%%", 100 * r.epsilon);
       approximation.within = r.epsilon;
       approximation.text = std::string("approximate: within ") + within + " of the exact frontier, proven by a relaxation of " +
-                           std::to_string(hubs->size()) + (hubs->size() == 1 ? " tensor" : " tensors") +
+                           std::to_string(choice.hubs.size()) + (choice.hubs.size() == 1 ? " tensor" : " tensors") +
                            " read across many layers (" +
                            (slow ? "the exact search passed its work budget; --exact insists on it" : "too wide for an exact search") + ")";
     }

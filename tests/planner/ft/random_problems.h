@@ -199,6 +199,13 @@ inline std::vector<int> random_assignment(const Problem& p, Rng& rng) {
   return a;
 }
 
+// The costs of a result's points, in order.
+inline std::vector<Cost> costs(const FtResult& r) {
+  std::vector<Cost> out;
+  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
+  return out;
+}
+
 // The Pareto set of every strategy's cost, as FT reports it.
 inline std::vector<Cost> brute_frontier(const Problem& p) {
   std::vector<FrontierPoint> all;

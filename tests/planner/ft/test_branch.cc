@@ -21,12 +21,6 @@ bool beaten(const std::vector<Cost>& known, Cost c) {
   return std::any_of(known.begin(), known.end(), [&](Cost u) { return u.time < c.time && u.memory <= c.memory; });
 }
 
-std::vector<Cost> costs(const FtResult& r) {
-  std::vector<Cost> out;
-  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
-  return out;
-}
-
 std::vector<Cost> scaled(const std::vector<Cost>& cs, double f) {
   std::vector<Cost> out;
   for (Cost c : cs) out.push_back({c.time * f, c.memory * f});

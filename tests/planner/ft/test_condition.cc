@@ -16,12 +16,6 @@ namespace tensoropt::planner {
 using namespace test;
 namespace {
 
-std::vector<Cost> costs(const FtResult& r) {
-  std::vector<Cost> out;
-  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
-  return out;
-}
-
 const ScopeFits kAnyScope = [](const Problem&, const std::vector<int>&) { return false; };
 
 OrderFits width_at_most(int w) {

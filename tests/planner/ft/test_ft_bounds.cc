@@ -76,12 +76,6 @@ bool beaten(const std::vector<Cost>& known, Cost c, double factor = 1) {
   return std::any_of(known.begin(), known.end(), [&](Cost u) { return factor * u.time < c.time && factor * u.memory <= c.memory; });
 }
 
-std::vector<Cost> costs(const FtResult& r) {
-  std::vector<Cost> out;
-  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
-  return out;
-}
-
 // The Pareto set of a list of costs, time ascending.
 std::vector<Cost> pareto(std::vector<Cost> all) {
   std::sort(all.begin(), all.end(), [](Cost a, Cost b) { return a.time != b.time ? a.time < b.time : a.memory < b.memory; });

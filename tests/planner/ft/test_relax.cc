@@ -19,12 +19,6 @@ namespace tensoropt::planner {
 using namespace test;
 namespace {
 
-std::vector<Cost> costs(const FtResult& r) {
-  std::vector<Cost> out;
-  for (const FrontierPoint& p : r.points) out.push_back(p.cost);
-  return out;
-}
-
 // The hubs with_hubs appended: the last `hubs` nodes.
 std::vector<int> last_nodes(const Problem& p, int hubs) {
   std::vector<int> out;
