@@ -161,8 +161,7 @@ class Eliminator {
     std::stable_sort(consumed.begin(), consumed.end(), [&](int a, int b) {
       return factors_[static_cast<size_t>(a)].points.size() < factors_[static_cast<size_t>(b)].points.size();
     });
-    double entries = 1;
-    for (int v : scope) entries *= problem_.num_configs(v);
+    const double entries = scope_entries(problem_, scope);
     if (entries > static_cast<double>(options_.max_factor_points)) refuse(st, entries, 0);
     layout(st, consumed);
     // Set st.replay, or st.record (owned by `recording`) when this step's content came up before.

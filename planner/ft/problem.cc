@@ -184,4 +184,10 @@ std::vector<std::vector<int>> neighbours(const Problem& problem) {
   return adj;
 }
 
+double scope_entries(const Problem& problem, const std::vector<int>& scope) {
+  double entries = 1;
+  for (int v : scope) entries *= problem.num_configs(v);
+  return entries;
+}
+
 }  // namespace tensoropt::planner

@@ -74,6 +74,10 @@ struct Narrowed {
 // Each node's neighbours (the other ends of its edges), sorted, each once.
 [[nodiscard]] std::vector<std::vector<int>> neighbours(const Problem& problem);
 
+// The entries of a factor over `scope`: the product of its nodes' configuration counts (a double,
+// so that a too-wide scope is measured rather than overflowed).
+[[nodiscard]] double scope_entries(const Problem& problem, const std::vector<int>& scope);
+
 namespace detail {
 // evaluate() without validation, for solvers that validated once. REQUIRES: validate(problem)
 // passed and assignment is in range.

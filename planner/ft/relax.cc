@@ -165,12 +165,17 @@ SplitProblem split_hubs(const Problem& problem, const std::vector<int>& hubs) {
   return out;
 }
 
+std::vector<char> hub_candidates(const Problem& problem, int min_neighbours) {
+  const std::vector<std::vector<int>> adj = neighbours(problem);
+  std::vector<char> candidate(adj.size(), 0);
+  for (size_t v = 0; v < adj.size(); ++v)
+    candidate[v] = problem.num_configs(static_cast<int>(v)) >= 2 && static_cast<int>(adj[v].size()) >= min_neighbours;
+  return candidate;
+}
+
 HubChoice relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs, int min_neighbours) {
   const int n = problem.num_nodes();
-  const std::vector<std::vector<int>> adj = neighbours(problem);
-  std::vector<char> candidate(static_cast<size_t>(n), 0);
-  for (int v = 0; v < n; ++v)
-    candidate[static_cast<size_t>(v)] = problem.num_configs(v) >= 2 && static_cast<int>(adj[static_cast<size_t>(v)].size()) >= min_neighbours;
+  std::vector<char> candidate = hub_candidates(problem, min_neighbours);
   HubChoice out;
   std::vector<int> seen;
   for (;;) {
@@ -228,8 +233,6 @@ BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner) {
   out.epsilon = worst - 1;
   return out;
 }
-
-double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner) { return bound_gap(bound, inner).epsilon; }
 
 RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs, const FtOptions& options,
                             std::vector<FrontierPoint> seeds) {

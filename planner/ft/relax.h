@@ -78,6 +78,9 @@ struct HubChoice {
   bool fits = false;      // every scope of the split Problem passes `fits`
 };
 
+// [node] whether it may be a hub: at least two configurations and min_neighbours distinct neighbours.
+[[nodiscard]] std::vector<char> hub_candidates(const Problem& problem, int min_neighbours);
+
 [[nodiscard]] HubChoice relaxation_hubs(const Problem& problem, const ScopeFits& fits, int max_hubs, int min_neighbours);
 
 struct RelaxedResult {
@@ -92,15 +95,13 @@ struct RelaxedResult {
                                           const FtOptions& options = {}, std::vector<FrontierPoint> seeds = {});
 
 // The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
-// coordinates, and the bound point that needs it (the first such; 0 when e is 0).
+// coordinates (infinite when `inner` is empty and `bound` is not), and the bound point that needs
+// it (the first such; 0 when e is 0).
 struct BoundGap {
   double epsilon = 0;
   size_t worst = 0;
 };
 [[nodiscard]] BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner);
 
-// The least e with, for every b in `bound`, some u in `inner` no more than (1+e) b in both
-// coordinates (infinite when `inner` is empty and `bound` is not).
-[[nodiscard]] double covering_epsilon(const std::vector<Cost>& bound, const std::vector<Cost>& inner);
 
 }  // namespace tensoropt::planner

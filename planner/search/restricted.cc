@@ -64,8 +64,7 @@ FtResult in_space(FtResult r, const std::vector<std::vector<int>>& keep) {
 
 // A factor tractable() allows in an order of any width when it is small.
 bool scope_tractable(const Problem& p, const std::vector<int>& scope) {
-  double entries = 1;
-  for (int v : scope) entries *= p.num_configs(v);
+  const double entries = scope_entries(p, scope);
   return entries <= kMaxExactFactorEntries && (static_cast<int>(scope.size()) <= kMaxExactWidth || entries <= 64);
 }
 
@@ -178,11 +177,7 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
 
 bool tractable(const Problem& p, const EliminationOrder& order) {
   double largest = 0;
-  for (const auto& scope : order.scopes) {
-    double entries = 1;
-    for (int v : scope) entries *= p.num_configs(v);
-    largest = std::max(largest, entries);
-  }
+  for (const auto& scope : order.scopes) largest = std::max(largest, scope_entries(p, scope));
   return largest <= kMaxExactFactorEntries && (order.width <= kMaxExactWidth || largest <= 64);
 }
 
@@ -193,13 +188,11 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
 }
 
 bool relaxable(const Problem& p, const EliminationOrder& order) {
-  const std::vector<std::vector<int>> adj = neighbours(p);
+  const std::vector<char> candidate = hub_candidates(p, kHubNeighbours);
   for (const std::vector<int>& scope : order.scopes) {
-    double entries = 1;
-    for (int v : scope) entries *= p.num_configs(v);
-    if (entries <= kSlowScopeEntries) continue;
+    if (scope_entries(p, scope) <= kSlowScopeEntries) continue;
     for (int v : scope)
-      if (p.num_configs(v) >= 2 && static_cast<int>(adj[static_cast<size_t>(v)].size()) >= kHubNeighbours) return true;
+      if (candidate[static_cast<size_t>(v)]) return true;
   }
   return false;
 }
@@ -207,11 +200,7 @@ bool relaxable(const Problem& p, const EliminationOrder& order) {
 std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& ft,
                                          Approximation& approximation, std::vector<FrontierPoint> seeds) {
   const auto at_most = [](double limit) {
-    return [limit](const Problem& p, const std::vector<int>& scope) {
-      double entries = 1;
-      for (int v : scope) entries *= p.num_configs(v);
-      return entries <= limit;
-    };
+    return [limit](const Problem& p, const std::vector<int>& scope) { return scope_entries(p, scope) <= limit; };
   };
   // Slow: the nodes read across many layers (more neighbours than a layer's own tensors have),
   // however small the scopes left; wide: any node, until the scopes are small enough that the
