@@ -350,7 +350,8 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     cov = bound_gap(out.bound, inner());
     if (cov.epsilon >= before) break;  // the gap lies in the bound there, not in the points
   }
-  out.epsilon = (1 + options.epsilon) * (1 + thinned) * (1 + cov.epsilon) - 1;
+  out.slack = (1 + options.epsilon) * (1 + thinned) - 1;
+  out.epsilon = (1 + out.slack) * (1 + cov.epsilon) - 1;
   out.result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

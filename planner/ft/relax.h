@@ -87,6 +87,7 @@ struct RelaxedResult {
   FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
   std::vector<Cost> bound;  // B: the split Problem's frontier, thinned when big (above)
   double epsilon = 0;       // the guarantee above, options.epsilon included
+  double slack = 0;         // (1+e0)(1+kBoundEpsilon if thinned) - 1: epsilon less the gap
 };
 
 // `seeds`: strategies of the Problem known already (another method's points; their costs are

@@ -11,6 +11,19 @@
 namespace tensoropt::planner {
 
 void merge_meshes(std::vector<MeshSlot>& slots, GpuFrontier& out) {
+  // A relaxed mesh's bound measured against every mesh's points: where the others' points lie
+  // below the bound, the mesh's own gap does not matter.
+  std::vector<Cost> found;
+  for (const MeshSlot& slot : slots)
+    if (slot.skipped.empty()) found.insert(found.end(), slot.costs.begin(), slot.costs.end());
+  for (MeshSlot& slot : slots) {
+    if (!slot.skipped.empty() || slot.approximation.bound.empty()) continue;
+    std::vector<Cost> own;
+    for (const FrontierPoint& p : slot.result.points) own.push_back(p.cost);
+    tighten_within(slot.approximation, own, found, slot.floor);
+    slot.stats.within = slot.approximation.within;
+    slot.stats.approximation = slot.approximation.text;
+  }
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
   std::vector<PlanPoint> all;
   for (MeshSlot& slot : slots) {

@@ -19,6 +19,7 @@
 #include "planner/ft/ft_bounds.h"
 #include "planner/plan.h"
 #include "planner/search/hull.h"
+#include "planner/search/restricted.h"
 
 namespace tensoropt::planner {
 
@@ -39,6 +40,11 @@ struct MeshSlot {
   FtResult result;
   std::vector<Cost> costs;  // [point] space->cost(): the result's costs with the workspace
   std::string skipped;
+  // What the solve gave up (its words and `within` are also in stats), with a relaxation's bound,
+  // and the workspace floor the mesh's known costs were shifted by: merge_meshes measures the
+  // bound again against every mesh's points (tighten_within).
+  Approximation approximation;
+  double floor = 0;
 };
 
 // The slot's space on `mesh`, its elimination order, whether FT is exact on it, and where it is,

@@ -187,6 +187,32 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
   return in_space(solve_ft(sub, options), keep);
 }
 
+std::string relaxation_text(double within, int hubs, bool slow) {
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * within);
+  return std::string("approximate: within ") + percent + " of the exact frontier, proven by a relaxation of " + std::to_string(hubs) +
+         (hubs == 1 ? " tensor" : " tensors") + " read across many layers (" +
+         (slow ? "the exact search passed its work budget; --exact insists on it" : "too wide for an exact search") + ")";
+}
+
+void tighten_within(Approximation& approximation, const std::vector<Cost>& own, const std::vector<Cost>& found, double floor) {
+  if (approximation.bound.empty()) return;
+  std::vector<Cost> covering = own;
+  for (Cost c : found) covering.push_back({c.time, std::max(0.0, c.memory - floor)});
+  const double within = (1 + approximation.slack) * (1 + bound_gap(approximation.bound, std::move(covering)).epsilon) - 1;
+  if (!(within < approximation.within)) return;
+  approximation.within = within;
+  const size_t at = approximation.text.find(approximation.relaxed);
+  if (within <= 0) {
+    approximation.text.clear();
+    approximation.within = 0;
+  } else if (at != std::string::npos) {
+    std::string relaxed = relaxation_text(within, approximation.hubs, approximation.slow);
+    approximation.text.replace(at, approximation.relaxed.size(), relaxed);
+    approximation.relaxed = std::move(relaxed);
+  }
+}
+
 bool relaxable(const Problem& p, const EliminationOrder& order) {
   const std::vector<char> candidate = hub_candidates(p, kHubNeighbours);
   for (const std::vector<int>& scope : order.scopes) {
@@ -213,13 +239,12 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, cons
     RelaxedResult r = solve_relaxed(problem, choice.hubs, ft, std::move(seeds));
     approximation.hubs = static_cast<int>(choice.hubs.size());
     if (r.epsilon > ft.epsilon) {
-      char within[32];
-      std::snprintf(within, sizeof within, "%.2g%%", 100 * r.epsilon);
       approximation.within = r.epsilon;
-      approximation.text = std::string("approximate: within ") + within + " of the exact frontier, proven by a relaxation of " +
-                           std::to_string(choice.hubs.size()) + (choice.hubs.size() == 1 ? " tensor" : " tensors") +
-                           " read across many layers (" +
-                           (slow ? "the exact search passed its work budget; --exact insists on it" : "too wide for an exact search") + ")";
+      approximation.slow = slow;
+      approximation.relaxed = relaxation_text(r.epsilon, approximation.hubs, slow);
+      approximation.text = approximation.relaxed;
+      approximation.bound = std::move(r.bound);
+      approximation.slack = r.slack;
     }
     return std::move(r.result);
   } catch (const FtMemoryLimit&) {

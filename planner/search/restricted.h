@@ -43,7 +43,26 @@ struct Approximation {
   std::string text;
   double within = 0;
   int hubs = 0;  // variables a relaxation split (MeshStats::relaxed_hubs)
+  // A relaxation's proven lower bound (RelaxedResult::bound, in the Problem's costs) and its
+  // slack, so that `within` can be measured again against what other meshes found
+  // (tighten_within); `relaxed` is the part of `text` that states it.
+  std::vector<Cost> bound;
+  double slack = 0;
+  bool slow = false;
+  std::string relaxed;
 };
+
+// The words of a relaxation's approximation: within `within`, `hubs` tensors split, and why.
+std::string relaxation_text(double within, int hubs, bool slow);
+
+// `approximation`'s bound measured again, with `found` (full costs of real strategies, another
+// mesh's or this one's) counted at their memory less `floor` (the mesh's workspace floor, below
+// every strategy's workspace) beside `own` (the mesh's reported points, in the Problem's costs):
+// every strategy s of the mesh lies above a bound point b, and a point u of `found` within
+// (1+e) of b shifted by the floor is within (1+e) of s's full cost. `within` and the words
+// become the smaller epsilon; one that comes out 0 clears them (the mesh adds nothing the
+// others miss). Nothing changes without a bound.
+void tighten_within(Approximation& approximation, const std::vector<Cost>& own, const std::vector<Cost>& found, double floor);
 
 // Whether FT may be tried exactly on `p`, eliminated in `order`: no factor above
 // kMaxExactFactorEntries entries and an order no wider than kMaxExactWidth, unless no factor

@@ -64,7 +64,8 @@ bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
       if (ft.epsilon > 0) throw;
       // An exact frontier this big has its points microseconds apart: thin it, and say so.
       ft.epsilon = kFallbackEpsilon;
-      approximation = {"", kFallbackEpsilon};
+      approximation = Approximation{};
+      approximation.within = kFallbackEpsilon;
       slot.result = solve_once(slot, ft, approximation);
       approximation.text = "approximate: the exact frontier passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                            " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
@@ -73,6 +74,7 @@ bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
     ms.approximation = approximation.text;
     ms.within = approximation.within;
     ms.relaxed_hubs = approximation.hubs;
+    slot.approximation = std::move(approximation);
   } catch (const FtMemoryLimit&) {
     slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
                    " (--planner-memory), even with epsilon " + format_epsilon(ft.epsilon);
@@ -100,6 +102,7 @@ bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, 
   // one of a wave finishes early the others take its cores.
   ft.known = slot.hull.costs;
   const double floor = space.workspace_floor();
+  slot.floor = floor;
   for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
   double last = -1;
   if (options.progress) {
@@ -147,6 +150,7 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
     ms.approximation.clear();
     ms.within = 0;
     ms.relaxed_hubs = 0;
+    slot.approximation = {};
     attempt(slot, found, max_bytes, seconds_before, context);
   }
 }

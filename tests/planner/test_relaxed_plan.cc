@@ -10,6 +10,7 @@
 
 #include "graph/import.h"
 #include "planner/plan.h"
+#include "planner/search/restricted.h"
 #include "tests/onnx_builder.h"
 
 namespace tensoropt::planner {
@@ -70,6 +71,50 @@ TEST_CASE("plan: a mesh past its work budget is relaxed, and the exact frontier 
     for (const PlanPoint& p : f.points)
       covered = covered || (p.cost.time <= t.cost.time * (1 + within) * (1 + 1e-9) && p.cost.memory <= t.cost.memory * (1 + within) * (1 + 1e-9));
     CHECK(covered);
+  }
+}
+
+TEST_CASE("tighten_within: a relaxed mesh's bound measured against every mesh's points") {
+  Approximation a;
+  a.bound = {{1, 10}, {2, 5}};
+  a.slack = 0;
+  a.hubs = 2;
+  a.slow = true;
+  const std::vector<Cost> own = {{1.1, 10}, {2, 6}};  // (2, 6) is 20% above (2, 5)
+  a.within = 0.2;
+  a.relaxed = relaxation_text(0.2, 2, true);
+  a.text = "prefix; " + a.relaxed;
+  SUBCASE("another mesh's point, less the floor, covers the worst bound point") {
+    tighten_within(a, own, {{2, 5.5}}, 0.5);
+    CHECK(a.within == doctest::Approx(0.1));  // now (1, 10) by (1.1, 10)
+    CHECK(a.text == "prefix; " + relaxation_text(0.1, 2, true));
+    CHECK(a.relaxed == relaxation_text(0.1, 2, true));
+  }
+  SUBCASE("without the floor the same point covers nothing better") {
+    tighten_within(a, own, {{2, 5.5}}, 0);
+    CHECK(a.within == doctest::Approx(0.1));  // (2, 5) within 10% by (2, 5.5)
+    tighten_within(a, own, {{2, 5.5}}, 0);    // again: no change
+    CHECK(a.within == doctest::Approx(0.1));
+  }
+  SUBCASE("points below the whole bound: exact, the words cleared") {
+    tighten_within(a, own, {{1, 9}, {2, 4}}, 0);
+    CHECK(a.within == 0);
+    CHECK(a.text.empty());
+  }
+  SUBCASE("never loosened; the slack stays in") {
+    tighten_within(a, {{3, 20}}, {}, 0);
+    CHECK(a.within == 0.2);
+    a.slack = 0.01;
+    tighten_within(a, own, {{1, 10}, {2, 5}}, 0);
+    CHECK(a.within == doctest::Approx(0.01));
+  }
+  SUBCASE("no bound, no change") {
+    Approximation none;
+    none.within = -1;
+    none.text = "restricted";
+    tighten_within(none, own, {{0, 0}}, 0);
+    CHECK(none.within == -1);
+    CHECK(none.text == "restricted");
   }
 }
 
