@@ -213,31 +213,35 @@ void tighten_within(Approximation& approximation, const std::vector<Cost>& own, 
   }
 }
 
-bool relaxable(const Problem& p, const EliminationOrder& order) {
-  const std::vector<char> candidate = hub_candidates(p, kHubNeighbours);
-  for (const std::vector<int>& scope : order.scopes) {
-    if (scope_entries(p, scope) <= kSlowScopeEntries) continue;
-    for (int v : scope)
-      if (candidate[static_cast<size_t>(v)]) return true;
-  }
-  return false;
+namespace {
+
+ScopeFits at_most(double limit) {
+  return [limit](const Problem& p, const std::vector<int>& scope) { return scope_entries(p, scope) <= limit; };
 }
 
-std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& ft,
-                                         Approximation& approximation, std::vector<FrontierPoint> seeds) {
-  const auto at_most = [](double limit) {
-    return [limit](const Problem& p, const std::vector<int>& scope) { return scope_entries(p, scope) <= limit; };
-  };
-  // Slow: the nodes read across many layers (more neighbours than a layer's own tensors have),
-  // however small the scopes left; wide: any node, until the scopes are small enough that the
-  // split Problem solves in about the time of the uniform restriction (splitting only until
-  // tractable() leaves scopes of 65,536 entries: a tighter bound, at 20 times the time).
-  const HubChoice choice = slow ? relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours)
-                                : relaxation_hubs(problem, at_most(kWideScopeEntries), kMaxHubs, 2);
-  if (choice.hubs.empty() || (!slow && !choice.fits)) return std::nullopt;
+// The most assignments of hubs (nodes read across many layers: more neighbours than a layer's
+// own tensors have) that one scope of `order` above kSlowScopeEntries holds: the factor of the
+// exact search's work they make. 1 where no such scope holds a hub.
+double hub_assignments(const Problem& p, const EliminationOrder& order) {
+  const std::vector<char> candidate = hub_candidates(p, kHubNeighbours);
+  double most = 1;
+  for (const std::vector<int>& scope : order.scopes) {
+    if (scope_entries(p, scope) <= kSlowScopeEntries) continue;
+    double held = 1;
+    for (int v : scope)
+      if (candidate[static_cast<size_t>(v)]) held *= p.num_configs(v);
+    most = std::max(most, held);
+  }
+  return most;
+}
+
+// solve_relaxed on `hubs`, its guarantee in `approximation`; nullopt when FT refuses or passes
+// its budget on the split Problem (FtMemoryLimit propagates).
+std::optional<FtResult> relax_on(const Problem& problem, const std::vector<int>& hubs, bool slow, const FtOptions& ft,
+                                 Approximation& approximation, std::vector<FrontierPoint> seeds) {
   try {
-    RelaxedResult r = solve_relaxed(problem, choice.hubs, ft, std::move(seeds));
-    approximation.hubs = static_cast<int>(choice.hubs.size());
+    RelaxedResult r = solve_relaxed(problem, hubs, ft, std::move(seeds));
+    approximation.hubs = static_cast<int>(hubs.size());
     if (r.epsilon > ft.epsilon) {
       approximation.within = r.epsilon;
       approximation.slow = slow;
@@ -254,13 +258,44 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, cons
   }
 }
 
+}  // namespace
+
+FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& order, FtOptions ft,
+                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation) {
+  const double held = hub_assignments(problem, order);
+  const int64_t budget = ft.max_points_built;
+  ft.max_points_built = 0;
+  if (held == 1 || budget == 0) return solve(ft);
+  if (held <= kMaxBranches) {
+    FtOptions budgeted = ft;
+    budgeted.max_points_built = budget;
+    try {
+      return solve(budgeted);
+    } catch (const FtWorkLimit&) {
+    }
+  }
+  const HubChoice choice = relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours);
+  if (!choice.hubs.empty())
+    if (std::optional<FtResult> r = relax_on(problem, choice.hubs, true, ft, approximation, {})) return std::move(*r);
+  return solve(ft);
+}
+
+std::optional<FtResult> solve_relaxation(const Problem& problem, const FtOptions& ft, Approximation& approximation,
+                                         std::vector<FrontierPoint> seeds) {
+  // Any node, until the scopes are small enough that the split Problem solves in about the time
+  // of the uniform restriction (splitting only until tractable() leaves scopes of 65,536
+  // entries: a tighter bound, at 20 times the time).
+  const HubChoice choice = relaxation_hubs(problem, at_most(kWideScopeEntries), kMaxHubs, 2);
+  if (choice.hubs.empty() || !choice.fits) return std::nullopt;
+  return relax_on(problem, choice.hubs, false, ft, approximation, std::move(seeds));
+}
+
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                              const FtOptions& ft, Approximation& approximation, bool time_only) {
   const auto [sub, keep] = restricted_problem(space, allowed, time_only);
   FtOptions unbounded = ft;  // for the last resorts: no work budget
   unbounded.max_points_built = 0;
   std::string refused;
-  bool slow = false;
   try {
     // Refuse at once when the elimination order promises a factor beyond the budget, rather than
     // after building the factors that precede it.
@@ -269,27 +304,19 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
     FtOptions exact = ft;
     exact.order = order;
     exact.bounds = nullptr;
-    if (!relaxable(sub, *order)) exact.max_points_built = 0;
-    return in_space(solve_ft(sub, exact), keep);
+    const auto solve = [&](const FtOptions& o) { return solve_ft(sub, o); };
+    return in_space(solve_exact_or_relaxed(sub, *order, exact, solve, approximation), keep);
   } catch (const FtMemoryLimit&) {
     throw;  // restricting wide regions is for wide orders, not for big frontiers
-  } catch (const FtWorkLimit&) {
-    slow = true;
   } catch (const std::length_error& e) {
     refused = e.what();
   }
-  if (!slow) {
-    // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
-    try {
-      if (std::optional<FtResult> res = solve_conditioned(sub, keep, unbounded)) return std::move(*res);
-    } catch (const FtMemoryLimit&) {
-      throw;
-    } catch (const std::length_error&) {
-    }
-  }
-  if (slow) {
-    if (std::optional<FtResult> res = solve_relaxation(sub, true, unbounded, approximation)) return in_space(std::move(*res), keep);
-    return in_space(solve_ft(sub, unbounded), keep);
+  // Exact, when fixing a few nodes (a weight read far apart) makes the space narrow.
+  try {
+    if (std::optional<FtResult> res = solve_conditioned(sub, keep, unbounded)) return std::move(*res);
+  } catch (const FtMemoryLimit&) {
+    throw;
+  } catch (const std::length_error&) {
   }
   // Too wide: the uniform restrictions below (quick, and close where measured), then the
   // relaxation with their points among its own, which proves how close.
@@ -328,7 +355,7 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
       seeds.push_back(std::move(p));
     }
   }
-  if (std::optional<FtResult> res = solve_relaxation(sub, false, unbounded, approximation, std::move(seeds)))
+  if (std::optional<FtResult> res = solve_relaxation(sub, unbounded, approximation, std::move(seeds)))
     return in_space(std::move(*res), keep);
   if (uniform) {
     approximation = restricted;

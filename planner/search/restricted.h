@@ -27,6 +27,7 @@
 // Thread-safety: pure functions of their arguments.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,16 +82,24 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,
                              const FtOptions& options, Approximation& approximation, bool time_only = false);
 
-// Whether a slow `problem` has hubs to relax: a node of two or more configurations and more
-// neighbours than a layer's own tensors have, in a scope of `order` above kSlowScopeEntries.
-// Where none is, passing the work budget changes nothing, so none is set.
-bool relaxable(const Problem& problem, const EliminationOrder& order);
+// A tractable `problem`, eliminated in `order`, solved by `solve` (FT, with or without
+// branching) exactly, or relaxed where that is slow. Hubs are nodes of two or more
+// configurations with more neighbours than a layer's own tensors have; by the most assignments
+// of hubs one scope of `order` above kSlowScopeEntries holds: none, and it is solved exactly
+// with no work budget (passing it would change nothing); at most kMaxBranches, and it is solved
+// exactly within options.max_points_built, relaxed past it; more, and it is relaxed at once
+// (each entry of such a scope holds a frontier per assignment of its hubs, built side by side:
+// T5's three hubs hold 3,600, and its exact search takes minutes). Where the relaxation fails,
+// exact with no budget. options.max_points_built 0 (plan --exact): exact.
+FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& order, FtOptions options,
+                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation);
 
-// The relaxation of `problem` above: `slow` for a Problem whose exact search passed its budget,
-// else one too wide. nullopt when no split of at most kMaxHubs nodes makes it fit, or FT refuses
-// or passes its budget on the split Problem (FtMemoryLimit propagates). A relaxation whose
-// epsilon comes out 0 is the exact frontier, and leaves `approximation` alone.
-std::optional<FtResult> solve_relaxation(const Problem& problem, bool slow, const FtOptions& options,
-                                         Approximation& approximation, std::vector<FrontierPoint> seeds = {});
+// The relaxation of a Problem too wide for FT: nodes split until no scope has more than
+// kWideScopeEntries entries, `seeds` among the repaired points. nullopt when no split of at most
+// kMaxHubs nodes makes it fit, or FT refuses or passes its budget on the split Problem
+// (FtMemoryLimit propagates). A relaxation whose epsilon comes out 0 is the exact frontier, and
+// leaves `approximation` alone.
+std::optional<FtResult> solve_relaxation(const Problem& problem, const FtOptions& options, Approximation& approximation,
+                                         std::vector<FrontierPoint> seeds = {});
 
 }  // namespace tensoropt::planner

@@ -34,15 +34,11 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, Approximation& approxima
   if (slot.exact) {
     ft.order = slot.order;
     ft.bounds = slot.bounds;
-    if (!relaxable(*slot.problem, *slot.order)) ft.max_points_built = 0;
     try {
-      return solve_ft_branched(*slot.problem, ft);
+      const auto solve = [&](const FtOptions& o) { return solve_ft_branched(*slot.problem, o); };
+      return solve_exact_or_relaxed(*slot.problem, *slot.order, ft, solve, approximation);
     } catch (const FtMemoryLimit&) {
       throw;
-    } catch (const FtWorkLimit&) {
-      ft.max_points_built = 0;  // the relaxed Problem is narrow: no budget
-      if (std::optional<FtResult> r = solve_relaxation(*slot.problem, true, ft, approximation)) return std::move(*r);
-      return solve_ft_branched(*slot.problem, ft);
     } catch (const std::length_error&) {
     }
   }

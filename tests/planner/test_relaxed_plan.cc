@@ -10,8 +10,10 @@
 
 #include "graph/import.h"
 #include "planner/plan.h"
+#include "planner/ft/elimination_order.h"
 #include "planner/search/restricted.h"
 #include "tests/onnx_builder.h"
+#include "tests/planner/ft/random_problems.h"
 
 namespace tensoropt::planner {
 
@@ -21,7 +23,7 @@ namespace {
 // projection of e (through 8 or 4096 hidden units, so that readers want e laid out differently)
 // to its own MatMul: e is read by every layer, a hub.
 Graph encoder_decoder(int layers) {
-  test::ModelBuilder b;
+  tensoropt::test::ModelBuilder b;
   b.input("x", {-1, 16, 64}).input("y", {-1, 16, 64});
   b.floats("we0", {64, 64}, 0.01f).floats("we1", {64, 64}, 0.01f);
   b.node("MatMul", {"x", "we0"}, {"e0"}).node("Relu", {"e0"}, {"e1"}).node("MatMul", {"e1", "we1"}, {"e"});
@@ -71,6 +73,75 @@ TEST_CASE("plan: a mesh past its work budget is relaxed, and the exact frontier 
     for (const PlanPoint& p : f.points)
       covered = covered || (p.cost.time <= t.cost.time * (1 + within) * (1 + 1e-9) && p.cost.memory <= t.cost.memory * (1 + within) * (1 + 1e-9));
     CHECK(covered);
+  }
+}
+
+TEST_CASE("solve_exact_or_relaxed: exact within the budget where the hubs have few layouts, relaxed at once where many") {
+  test::Rng rng(29);
+  // Records the work budget of every exact solve it is asked for.
+  std::vector<int64_t> budgets;
+  const auto solver = [&budgets](const Problem& p) {
+    return [&budgets, &p](const FtOptions& o) {
+      budgets.push_back(o.max_points_built);
+      return solve_ft(p, o);
+    };
+  };
+  const auto covers = [](const FtResult& r, const FtResult& truth, double within) {
+    for (const FrontierPoint& t : truth.points) {
+      bool covered = false;
+      for (const FrontierPoint& q : r.points)
+        covered = covered || (q.cost.time <= t.cost.time * (1 + within) * (1 + 1e-12) && q.cost.memory <= t.cost.memory * (1 + within) * (1 + 1e-12));
+      if (!covered) return false;
+    }
+    return true;
+  };
+  FtOptions budget;
+  budget.max_points_built = int64_t{1} << 40;
+  SUBCASE("three hubs of five layouts each: 125 assignments, relaxed without an exact attempt") {
+    const Problem p = test::with_hubs(24, 3, 1, 4, rng, 5);
+    const EliminationOrder order = greedy_elimination_order(p);
+    const FtResult truth = solve_ft(p);
+    Approximation a;
+    const FtResult r = solve_exact_or_relaxed(p, order, budget, solver(p), a);
+    CHECK(budgets.empty());
+    CHECK(a.hubs >= 1);
+    CHECK(a.within >= 0);
+    CHECK(a.text.empty() == (a.within == 0));
+    for (const FrontierPoint& q : r.points) CHECK(evaluate(p, q.assignment) == q.cost);
+    CHECK(covers(r, truth, a.within));
+    SUBCASE("--exact: one exact solve, no budget") {
+      budgets.clear();
+      Approximation e;
+      FtOptions none;
+      none.max_points_built = 0;
+      const FtResult x = solve_exact_or_relaxed(p, order, none, solver(p), e);
+      CHECK(budgets == std::vector<int64_t>{0});
+      CHECK(e.text.empty());
+      CHECK(test::render(x) == test::render(truth));
+    }
+  }
+  SUBCASE("two hubs of two layouts in scopes of more than 256 entries: exact within the budget, relaxed past it") {
+    const Problem p = test::with_hubs(30, 2, 2, 80, rng);
+    const EliminationOrder order = greedy_elimination_order(p);
+    const FtResult truth = solve_ft(p);
+    Approximation a;
+    CHECK(test::render(solve_exact_or_relaxed(p, order, budget, solver(p), a)) == test::render(truth));
+    CHECK(budgets == std::vector<int64_t>{budget.max_points_built});
+    CHECK(a.text.empty());
+    budgets.clear();
+    FtOptions one;
+    one.max_points_built = 1;
+    const FtResult r = solve_exact_or_relaxed(p, order, one, solver(p), a);
+    CHECK(budgets == std::vector<int64_t>{1});  // the attempt; the relaxation then solves the split Problem
+    CHECK(a.hubs >= 1);
+    CHECK(covers(r, truth, a.within));
+  }
+  SUBCASE("no hub: exact, no budget") {
+    const Problem p = test::random_problem(test::Shape::kChain, 30, 3, 20, 1, rng);
+    Approximation a;
+    const FtResult r = solve_exact_or_relaxed(p, greedy_elimination_order(p), budget, solver(p), a);
+    CHECK(budgets == std::vector<int64_t>{0});
+    CHECK(test::render(r) == test::render(solve_ft(p)));
   }
 }
 

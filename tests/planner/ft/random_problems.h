@@ -219,17 +219,18 @@ inline std::vector<Cost> brute_frontier(const Problem& p) {
   return out;
 }
 
-// A random chain of `n` nodes plus `hubs` nodes, each joined to every `every`-th chain node: a
-// weight that many layers read (merged by an eval-mode export, or tied).
-inline Problem with_hubs(int n, int hubs, int every, int max_k, Rng& rng) {
+// A random chain of `n` nodes plus `hubs` nodes of `hub_configs` configurations, each joined to
+// every `every`-th chain node: a weight that many layers read (merged by an eval-mode export, or
+// tied).
+inline Problem with_hubs(int n, int hubs, int every, int max_k, Rng& rng, int hub_configs = 2) {
   Problem p = random_problem(Shape::kChain, n, max_k, 20, 1, rng);
   for (int h = 0; h < hubs; ++h) {
     const int hub = p.num_nodes();
     p.node_cost.push_back({});
-    for (int c = 0; c < 2; ++c) p.node_cost.back().push_back(draw_cost(rng, 20));
+    for (int c = 0; c < hub_configs; ++c) p.node_cost.back().push_back(draw_cost(rng, 20));
     for (int v = h; v < n; v += every) {
       Problem::Edge e{v, hub, {}};
-      for (int c = 0; c < p.num_configs(v) * 2; ++c) e.cost.push_back(draw_cost(rng, 20));
+      for (int c = 0; c < p.num_configs(v) * hub_configs; ++c) e.cost.push_back(draw_cost(rng, 20));
       p.edges.push_back(std::move(e));
     }
   }
