@@ -89,7 +89,7 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
 // with no work budget (passing it would change nothing); at most kMaxBranches, and it is solved
 // exactly within options.max_points_built, relaxed past it; more, and it is relaxed at once
 // (each entry of such a scope holds a frontier per assignment of its hubs, built side by side:
-// T5's three hubs hold 3,600, and its exact search takes minutes). Where the relaxation fails,
+// T5's exact search takes minutes). Where the relaxation fails,
 // exact with no budget. options.max_points_built 0 (plan --exact): exact.
 FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& order, FtOptions options,
                                 const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation);
