@@ -63,7 +63,7 @@ namespace tensoropt::planner {
 inline constexpr size_t kRepairBudget = 256;
 inline constexpr size_t kMaxBoundPoints = 4096;
 inline constexpr double kBoundEpsilon = 0.001;
-inline constexpr size_t kConditionedBranches = 4;
+inline constexpr size_t kConditionedBranches = 2;
 inline constexpr double kBranchGap = 0.002;
 
 struct SplitProblem {

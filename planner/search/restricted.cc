@@ -261,7 +261,8 @@ std::optional<FtResult> relax_on(const Problem& problem, const std::vector<int>&
 }  // namespace
 
 FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& order, FtOptions ft,
-                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation) {
+                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation,
+                                std::vector<FrontierPoint> seeds) {
   const double held = hub_assignments(problem, order);
   const int64_t budget = ft.max_points_built;
   ft.max_points_built = 0;
@@ -276,7 +277,7 @@ FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& 
   }
   const HubChoice choice = relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours);
   if (!choice.hubs.empty())
-    if (std::optional<FtResult> r = relax_on(problem, choice.hubs, true, ft, approximation, {})) return std::move(*r);
+    if (std::optional<FtResult> r = relax_on(problem, choice.hubs, true, ft, approximation, std::move(seeds))) return std::move(*r);
   return solve(ft);
 }
 

@@ -91,8 +91,10 @@ FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::
 // (each entry of such a scope holds a frontier per assignment of its hubs, built side by side:
 // T5's exact search takes minutes). Where the relaxation fails,
 // exact with no budget. options.max_points_built 0 (plan --exact): exact.
+// `seeds`: strategies known already (the hull's), among the relaxation's repaired points.
 FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& order, FtOptions options,
-                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation);
+                                const std::function<FtResult(const FtOptions&)>& solve, Approximation& approximation,
+                                std::vector<FrontierPoint> seeds = {});
 
 // The relaxation of a Problem too wide for FT: nodes split until no scope has more than
 // kWideScopeEntries entries, `seeds` among the repaired points. nullopt when no split of at most

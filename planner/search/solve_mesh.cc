@@ -36,7 +36,9 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, Approximation& approxima
     ft.bounds = slot.bounds;
     try {
       const auto solve = [&](const FtOptions& o) { return solve_ft_branched(*slot.problem, o); };
-      return solve_exact_or_relaxed(*slot.problem, *slot.order, ft, solve, approximation);
+      std::vector<FrontierPoint> hull;  // exact frontier points, where the repaired ones may miss
+      for (const std::vector<int>& a : slot.hull.strategies) hull.push_back({{}, a});
+      return solve_exact_or_relaxed(*slot.problem, *slot.order, ft, solve, approximation, std::move(hull));
     } catch (const FtMemoryLimit&) {
       throw;
     } catch (const std::length_error&) {
