@@ -187,12 +187,11 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
   return in_space(solve_ft(sub, options), keep);
 }
 
-std::string relaxation_text(double within, int hubs, bool slow) {
+std::string relaxation_text(double within, int hubs, const std::string& why) {
   char percent[32];
   std::snprintf(percent, sizeof percent, "%.2g%%", 100 * within);
   return std::string("approximate: within ") + percent + " of the exact frontier, proven by a relaxation of " + std::to_string(hubs) +
-         (hubs == 1 ? " tensor" : " tensors") + " read across many layers (" +
-         (slow ? "the exact search passed its work budget; --exact insists on it" : "too wide for an exact search") + ")";
+         (hubs == 1 ? " tensor" : " tensors") + " read across many layers (" + why + ")";
 }
 
 void tighten_within(Approximation& approximation, const std::vector<Cost>& own, const std::vector<Cost>& found, double floor) {
@@ -207,7 +206,7 @@ void tighten_within(Approximation& approximation, const std::vector<Cost>& own, 
     approximation.text.clear();
     approximation.within = 0;
   } else if (at != std::string::npos) {
-    std::string relaxed = relaxation_text(within, approximation.hubs, approximation.slow);
+    std::string relaxed = relaxation_text(within, approximation.hubs, approximation.why);
     approximation.text.replace(at, approximation.relaxed.size(), relaxed);
     approximation.relaxed = std::move(relaxed);
   }
@@ -237,15 +236,15 @@ double hub_assignments(const Problem& p, const EliminationOrder& order) {
 
 // solve_relaxed on `hubs`, its guarantee in `approximation`; nullopt when FT refuses or passes
 // its budget on the split Problem (FtMemoryLimit propagates).
-std::optional<FtResult> relax_on(const Problem& problem, const std::vector<int>& hubs, bool slow, const FtOptions& ft,
+std::optional<FtResult> relax_on(const Problem& problem, const std::vector<int>& hubs, const std::string& why, const FtOptions& ft,
                                  Approximation& approximation, std::vector<FrontierPoint> seeds) {
   try {
     RelaxedResult r = solve_relaxed(problem, hubs, ft, std::move(seeds));
     approximation.hubs = static_cast<int>(hubs.size());
     if (r.epsilon > ft.epsilon) {
       approximation.within = r.epsilon;
-      approximation.slow = slow;
-      approximation.relaxed = relaxation_text(r.epsilon, approximation.hubs, slow);
+      approximation.why = why;
+      approximation.relaxed = relaxation_text(r.epsilon, approximation.hubs, why);
       approximation.text = approximation.relaxed;
       approximation.bound = std::move(r.bound);
       approximation.slack = r.slack;
@@ -267,17 +266,23 @@ FtResult solve_exact_or_relaxed(const Problem& problem, const EliminationOrder& 
   const int64_t budget = ft.max_points_built;
   ft.max_points_built = 0;
   if (held == 1 || budget == 0) return solve(ft);
+  std::string why;
   if (held <= kMaxBranches) {
     FtOptions budgeted = ft;
     budgeted.max_points_built = budget;
     try {
       return solve(budgeted);
     } catch (const FtWorkLimit&) {
+      why = "the exact search passed its work budget; --exact insists on it";
     }
+  } else {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.0f", held);
+    why = std::string("the exact search would hold ") + count + " layouts of them side by side; --exact insists on it";
   }
   const HubChoice choice = relaxation_hubs(problem, at_most(kSlowScopeEntries), kMaxHubs, kHubNeighbours);
   if (!choice.hubs.empty())
-    if (std::optional<FtResult> r = relax_on(problem, choice.hubs, true, ft, approximation, std::move(seeds))) return std::move(*r);
+    if (std::optional<FtResult> r = relax_on(problem, choice.hubs, why, ft, approximation, std::move(seeds))) return std::move(*r);
   return solve(ft);
 }
 
@@ -288,7 +293,7 @@ std::optional<FtResult> solve_relaxation(const Problem& problem, const FtOptions
   // entries: a tighter bound, at 20 times the time).
   const HubChoice choice = relaxation_hubs(problem, at_most(kWideScopeEntries), kMaxHubs, 2);
   if (choice.hubs.empty() || !choice.fits) return std::nullopt;
-  return relax_on(problem, choice.hubs, false, ft, approximation, std::move(seeds));
+  return relax_on(problem, choice.hubs, "too wide for an exact search", ft, approximation, std::move(seeds));
 }
 
 FtResult solve_with_fallback(const StrategySpace& space, const std::vector<std::vector<int>>& allowed,

@@ -12,9 +12,10 @@
 // every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
 // MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
 //
-// Slow regions. A space FT takes, but whose exact search passes its work budget
-// (FtOptions::max_points_built: a few hubs that many layers read keep thousands of frontiers
-// alive side by side, planner/ft/relax.h), is relaxed instead: its hubs split until no scope of
+// Slow regions. A space FT takes, but whose factors would hold more than kMaxBranches layouts of
+// its hubs side by side, or whose exact search passes its work budget (FtOptions::max_points_built:
+// a few hubs that many layers read keep thousands of frontiers alive side by side,
+// planner/ft/relax.h), is relaxed instead (solve_exact_or_relaxed): its hubs split until no scope of
 // the split Problem has more than kSlowScopeEntries entries, the split Problem solved, its points
 // repaired into real strategies, and the mesh marked approximate within the epsilon proven
 // between the two. A space too wide for FT and for conditioning is restricted as above, then
@@ -49,12 +50,12 @@ struct Approximation {
   // (tighten_within); `relaxed` is the part of `text` that states it.
   std::vector<Cost> bound;
   double slack = 0;
-  bool slow = false;
+  std::string why;  // why the mesh was relaxed
   std::string relaxed;
 };
 
 // The words of a relaxation's approximation: within `within`, `hubs` tensors split, and why.
-std::string relaxation_text(double within, int hubs, bool slow);
+std::string relaxation_text(double within, int hubs, const std::string& why);
 
 // `approximation`'s bound measured again, with `found` (full costs of real strategies, another
 // mesh's or this one's) counted at their memory less `floor` (the mesh's workspace floor, below
