@@ -634,6 +634,13 @@ class Eliminator {
         if (!known_->beat(p.cost)) kept.push_back(p);
       total = Frontier::from_sorted(std::move(kept));
     }
+    if (options_.thin_above > 0 && total.points().size() > options_.thin_above) {
+      std::vector<Frontier::Point> kept;
+      for (const Frontier::Point& p : total.points())
+        if (kept.empty() || kept.back().cost.memory > (1 + options_.thin_epsilon) * p.cost.memory) kept.push_back(p);
+      total = Frontier::from_sorted(std::move(kept));
+      stats_.thinned = true;
+    }
 
     // Rebuild every assignment and cost it by evaluate()'s sum, then re-establish the invariant
     // on those costs (the elimination adds in another order; with integral costs nothing changes).
@@ -698,6 +705,7 @@ void accumulate(FtStats& total, const FtStats& s) {
   total.provenance_records += s.provenance_records;
   total.parallel_steps += s.parallel_steps;
   total.replayed_steps += s.replayed_steps;
+  total.thinned = total.thinned || s.thinned;
 }
 
 void validate_options(const FtOptions& options) {
@@ -706,6 +714,8 @@ void validate_options(const FtOptions& options) {
                                 std::to_string(options.epsilon));
   }
   if (options.max_bytes < 0) throw std::invalid_argument("FT: max_bytes must be >= 0");
+  if (!std::isfinite(options.thin_epsilon) || options.thin_epsilon < 0)
+    throw std::invalid_argument("FT: thin_epsilon must be finite and >= 0");
   if (options.max_points_built < 0) throw std::invalid_argument("FT: max_points_built must be >= 0");
   if (options.max_factor_points < 1) {
     throw std::invalid_argument("FT: max_factor_points must be >= 1");

@@ -126,6 +126,14 @@ struct FtOptions {
   // does not depend on it, except that records count in max_bytes; false is for tests and
   // measurements.
   bool reuse = true;
+  // A final frontier of more than thin_above points (0: never) is thinned before its strategies
+  // are rebuilt: in time order, a point within (1 + thin_epsilon) of the last one kept in memory
+  // (and so in both coordinates) is left out, so every frontier point is within that factor of a
+  // kept one (up to the rounding between the elimination's sums and evaluate()'s).
+  // FtStats::thinned says it happened. For a caller that needs a bound, not every point
+  // (relax.h): rebuilding tens of thousands of strategies is then most of the time and memory.
+  size_t thin_above = 0;
+  double thin_epsilon = 0;
 };
 
 struct FrontierPoint {
@@ -147,6 +155,7 @@ struct FtStats {
   int replayed_steps = 0;            // eliminations that replayed an earlier one's (options.reuse)
   int branches = 0;                  // solve_ft_branched (branch.h): FT solves
   int branches_left_out = 0;         // and what it left out unsolved, every strategy beaten
+  bool thinned = false;              // FtOptions::thin_above passed: the result was thinned
   double seconds = 0;
 };
 

@@ -242,6 +242,8 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   FtOptions opt = options;
   opt.order = nullptr;  // the given order and bounds are the unsplit Problem's
   opt.bounds = nullptr;
+  opt.thin_above = kMaxBoundPoints;  // thinned before the strategies are rebuilt
+  opt.thin_epsilon = kBoundEpsilon;
   FtResult relaxed = solve_ft_branched(split.problem, opt);
 
   RelaxedResult out;
@@ -256,13 +258,15 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   // A big bound is thinned: a point within (1 + kBoundEpsilon) of the last one kept, in both
   // coordinates (points go by time ascending, memory descending), is left out. Every strategy is
   // then within that factor of a kept point, which the stated epsilon counts.
-  double thinned = 0;
+  // FT thins each solve's frontier before rebuilding its strategies; the union of a branched
+  // solve's may still be big, and is thinned again (each thinning a factor in the slack).
+  double thinned = relaxed.stats.thinned ? kBoundEpsilon : 0;
   if (relaxed.points.size() > kMaxBoundPoints) {
     std::vector<FrontierPoint> kept;
     for (FrontierPoint& p : relaxed.points)
       if (kept.empty() || kept.back().cost.memory > (1 + kBoundEpsilon) * p.cost.memory) kept.push_back(std::move(p));
     relaxed.points = std::move(kept);
-    thinned = kBoundEpsilon;
+    thinned = (1 + thinned) * (1 + kBoundEpsilon) - 1;
   }
   std::vector<Candidate> candidates;
   for (size_t i = 0; i < relaxed.points.size(); ++i) {

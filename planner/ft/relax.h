@@ -37,8 +37,10 @@
 // with it, B holds for every point of its exact frontier one within (1+e0), and the stated
 // epsilon is (1+e0)(1+e) - 1. A bound of more than kMaxBoundPoints points is first thinned: a
 // point within (1 + kBoundEpsilon) of the last one kept is left out (of the repairs and of the
-// gap), and the stated epsilon is (1+e0)(1+kBoundEpsilon)(1+e) - 1 (every strategy s has a kept
-// point b' <= (1+kBoundEpsilon) b <= (1+kBoundEpsilon) s). With options.known, FT leaves out of B the points a known cost beats
+// gap), by FT before it rebuilds the strategies (FtOptions::thin_above) and again where the
+// union of a branched solve is still that big, and the stated epsilon is
+// (1+e0)(1+kBoundEpsilon)^t(1+e) - 1 for t thinnings (every strategy s has a kept point
+// b' <= (1+kBoundEpsilon)^t b <= (1+kBoundEpsilon)^t s). With options.known, FT leaves out of B the points a known cost beats
 // (ft.h "Known strategies"); every strategy is then within (1+epsilon) of the union of the result
 // and the known costs' strategies, as FT's own guarantee with known costs reads.
 //

@@ -197,3 +197,36 @@ TEST_CASE("FT's work budget: max_points_built refuses a solve that builds more, 
 }
 
 }  // namespace tensoropt::planner
+
+namespace tensoropt::planner {
+using namespace test;
+
+TEST_CASE("FT thins a final frontier of more than thin_above points before rebuilding its strategies") {
+  Rng rng(41);
+  const Problem p = random_problem(Shape::kSkips, 30, 4, 50, 1, rng);
+  const FtResult exact = solve_ft(p);
+  REQUIRE(exact.points.size() > 8);
+  CHECK(!exact.stats.thinned);
+  FtOptions o;
+  o.thin_above = exact.points.size();  // not more: nothing thinned
+  o.thin_epsilon = 0.05;
+  const FtResult same = solve_ft(p, o);
+  CHECK(!same.stats.thinned);
+  CHECK(render(same) == render(exact));
+  o.thin_above = 8;
+  const FtResult thin = solve_ft(p, o);
+  CHECK(thin.stats.thinned);
+  CHECK(thin.points.size() < exact.points.size());
+  CHECK(sorted_and_non_dominated(thin));
+  CHECK(assignments_that_evaluate_to_their_cost(p, thin) == static_cast<int>(thin.points.size()));
+  for (const FrontierPoint& e : exact.points) CHECK(weakly_covered(thin, e.cost, 1.05 * (1 + 1e-12)));
+  for (const FrontierPoint& t : thin.points) {  // a subset of the exact frontier's costs
+    bool on = false;
+    for (const FrontierPoint& e : exact.points) on = on || e.cost == t.cost;
+    CHECK(on);
+  }
+  o.thin_epsilon = -1;
+  CHECK_THROWS_AS((void)solve_ft(p, o), std::invalid_argument);
+}
+
+}  // namespace tensoropt::planner
