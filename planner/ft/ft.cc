@@ -635,10 +635,7 @@ class Eliminator {
       total = Frontier::from_sorted(std::move(kept));
     }
     if (options_.thin_above > 0 && total.points().size() > options_.thin_above) {
-      std::vector<Frontier::Point> kept;
-      for (const Frontier::Point& p : total.points())
-        if (kept.empty() || kept.back().cost.memory > (1 + options_.thin_epsilon) * p.cost.memory) kept.push_back(p);
-      total = Frontier::from_sorted(std::move(kept));
+      total = epsilon_prune(total, options_.thin_epsilon);
       stats_.thinned = true;
     }
 
