@@ -257,9 +257,9 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   };
   // A big bound is thinned: a point within (1 + kBoundEpsilon) of the last one kept, in both
   // coordinates (points go by time ascending, memory descending), is left out. Every strategy is
-  // then within that factor of a kept point, which the stated epsilon counts.
-  // FT thins each solve's frontier before rebuilding its strategies; the union of a branched
-  // solve's may still be big, and is thinned again (each thinning a factor in the slack).
+  // then within that factor of a kept point, which the stated epsilon counts. FT thins each
+  // solve's frontier before rebuilding its strategies; the union of a branched solve's may still
+  // be big, and is thinned again (each thinning a factor in the slack).
   double thinned = relaxed.stats.thinned ? kBoundEpsilon : 0;
   if (relaxed.points.size() > kMaxBoundPoints) {
     std::vector<FrontierPoint> kept;

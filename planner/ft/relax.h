@@ -89,7 +89,7 @@ struct RelaxedResult {
   FtResult result;          // real strategies of the Problem, Pareto, evaluate()d
   std::vector<Cost> bound;  // B: the split Problem's frontier, thinned when big (above)
   double epsilon = 0;       // the guarantee above, options.epsilon included
-  double slack = 0;         // (1+e0)(1+kBoundEpsilon if thinned) - 1: epsilon less the gap
+  double slack = 0;         // (1+e0)(1+kBoundEpsilon)^t - 1 for t thinnings: epsilon less the gap
 };
 
 // `seeds`: strategies of the Problem known already (another method's points; their costs are
@@ -105,6 +105,5 @@ struct BoundGap {
   size_t worst = 0;
 };
 [[nodiscard]] BoundGap bound_gap(const std::vector<Cost>& bound, std::vector<Cost> inner);
-
 
 }  // namespace tensoropt::planner

@@ -15,9 +15,9 @@ namespace tensoropt::planner {
 // hull_ends: the fastest and the smallest, and the exchange rate between them (seconds per byte)
 // that makes both equally good; hull_fill: the optima for weights spread around that rate.
 struct Hull {
-  std::vector<Cost> costs;                     // Problem costs
-  std::vector<std::vector<int>> strategies;    // [cost] the strategy that has it
-  double slope = 0;         // 0 when the fastest is also the smallest
+  std::vector<Cost> costs;                   // Problem costs
+  std::vector<std::vector<int>> strategies;  // [cost] the strategy that has it
+  double slope = 0;                          // 0 when the fastest is also the smallest
 };
 
 // The fastest and the smallest strategy: weighted_optima (planner/ft/ft_bounds.h) for their weights.

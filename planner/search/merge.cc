@@ -11,18 +11,22 @@
 namespace tensoropt::planner {
 
 void merge_meshes(std::vector<MeshSlot>& slots, GpuFrontier& out) {
-  // A relaxed mesh's bound measured against every mesh's points: where the others' points lie
-  // below the bound, the mesh's own gap does not matter.
+  // A relaxed mesh's bound measured against every mesh's points (less the workspace floor its
+  // known costs were shifted by): where the others' points lie below the bound, the mesh's own
+  // gap does not matter. Then what each mesh gave up goes into its stats.
   std::vector<Cost> found;
   for (const MeshSlot& slot : slots)
     if (slot.skipped.empty()) found.insert(found.end(), slot.costs.begin(), slot.costs.end());
   for (MeshSlot& slot : slots) {
-    if (!slot.skipped.empty() || slot.approximation.bound.empty()) continue;
-    std::vector<Cost> own;
-    for (const FrontierPoint& p : slot.result.points) own.push_back(p.cost);
-    tighten_within(slot.approximation, own, found, slot.floor);
-    slot.stats.within = slot.approximation.within;
+    if (!slot.skipped.empty()) continue;
+    if (!slot.approximation.bound.empty()) {
+      std::vector<Cost> own;
+      for (const FrontierPoint& p : slot.result.points) own.push_back(p.cost);
+      tighten_within(slot.approximation, own, found, slot.space->workspace_floor());
+    }
     slot.stats.approximation = slot.approximation.text;
+    slot.stats.within = slot.approximation.within;
+    slot.stats.relaxed_hubs = slot.approximation.hubs;
   }
   // Assembled in candidate order, so ties keep the earlier mesh whatever the solve order.
   std::vector<PlanPoint> all;

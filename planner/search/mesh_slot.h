@@ -40,11 +40,10 @@ struct MeshSlot {
   FtResult result;
   std::vector<Cost> costs;  // [point] space->cost(): the result's costs with the workspace
   std::string skipped;
-  // What the solve gave up (its words and `within` are also in stats), with a relaxation's bound,
-  // and the workspace floor the mesh's known costs were shifted by: merge_meshes measures the
-  // bound again against every mesh's points (tighten_within).
+  // What the solve gave up, with a relaxation's bound: merge_meshes measures the bound again
+  // against every mesh's points (tighten_within) and writes the words, `within` and the hubs into
+  // stats.
   Approximation approximation;
-  double floor = 0;
 };
 
 // The slot's space on `mesh`, its elimination order, whether FT is exact on it, and where it is,

@@ -52,7 +52,6 @@ FtResult solve_once(const MeshSlot& slot, FtOptions ft, Approximation& approxima
 // slot.result from solve_once, thinned when the exact frontier is too big; false, with
 // slot.skipped saying why, when the mesh cannot be solved.
 bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
-  MeshStats& ms = slot.stats;
   Approximation approximation;
   approximation.within = ft.epsilon;
   try {
@@ -69,9 +68,6 @@ bool solve_or_skip(MeshSlot& slot, FtOptions ft, int64_t max_bytes) {
                            " (--planner-memory); solved with epsilon 0.01 (points about 1% apart)" +
                            (approximation.text.empty() ? "" : "; " + approximation.text);
     }
-    ms.approximation = approximation.text;
-    ms.within = approximation.within;
-    ms.relaxed_hubs = approximation.hubs;
     slot.approximation = std::move(approximation);
   } catch (const FtMemoryLimit&) {
     slot.skipped = slot.space->mesh().str() + ": FT's working set passed the planner memory limit of " + bytes_human(static_cast<double>(max_bytes)) +
@@ -100,7 +96,6 @@ bool attempt(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_bytes, 
   // one of a wave finishes early the others take its cores.
   ft.known = slot.hull.costs;
   const double floor = space.workspace_floor();
-  slot.floor = floor;
   for (Cost c : found) ft.known.push_back({c.time, std::max(0.0, c.memory - floor)});
   double last = -1;
   if (options.progress) {
@@ -145,10 +140,6 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
     refold(slot);
     slot.bounds = slot.exact ? std::make_shared<const OutsideBounds>(outside_bounds(*slot.problem, *slot.order)) : nullptr;
     slot.costs.clear();
-    ms.approximation.clear();
-    ms.within = 0;
-    ms.relaxed_hubs = 0;
-    slot.approximation = {};
     attempt(slot, found, max_bytes, seconds_before, context);
   }
 }
