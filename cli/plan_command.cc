@@ -96,6 +96,21 @@ std::vector<size_t> rows_to_show(size_t n, int rows, int chosen) {
 constexpr size_t kHintPoints = 1000;
 constexpr double kHintSeconds = 10;
 
+// What the merged frontier is: "on the exact frontier", "within 1.2% of the exact frontier" (the
+// largest bound of an approximate mesh, or --epsilon), or "on an approximate frontier, no bound known".
+std::string percent_text(double fraction) {
+  char percent[32];
+  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * fraction);
+  return percent;
+}
+
+std::string frontier_words(const GpuFrontier& f) {
+  const double within = frontier_within(f);
+  if (within == 0) return "on the exact frontier";
+  if (within < 0) return "on an approximate frontier, no bound known";
+  return "within " + percent_text(within) + " of the exact frontier";
+}
+
 void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, std::ostream& out) {
   const GpuFrontier& f = gp.frontier;
   auto searched = [&](const Baseline& b) {
@@ -109,7 +124,8 @@ void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, 
   char tail[128];
   std::snprintf(tail, sizeof tail, "; planned in %.2f s, planner peak %s)\n", f.seconds,
                 bytes_human(static_cast<double>(f.peak_bytes)).c_str());
-  out << f.gpus << (f.gpus == 1 ? " GPU: " : " GPUs: ") << f.points.size() << " points on the frontier (meshes " << meshes << tail;
+  out << f.gpus << (f.gpus == 1 ? " GPU: " : " GPUs: ") << f.points.size() << " points " << frontier_words(f) << " (meshes " << meshes
+      << tail;
   for (const std::string& s : f.skipped) out << "  skipped mesh " << s << "\n";
   for (const MeshStats& m : f.meshes)
     if (!m.approximation.empty()) out << "  mesh " << m.mesh << ": " << m.approximation << "\n";
@@ -265,7 +281,8 @@ void print_header(const PlanArgs& args, const PlanSettings& settings, const Grap
        << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     "
        << (args.profile ? "profile " + *args.profile + " where it has measurements (docs/profile.md), else the analytic model"
                         : std::string("analytic model (docs/cost-model.md)"))
-       << (settings.epsilon > 0 ? ", epsilon " + std::to_string(settings.epsilon) : std::string(", exact frontier")) << "\n\n";
+       << "\nsearch   " << (settings.epsilon > 0 ? "within " + percent_text(settings.epsilon) + " of the exact frontier asked for (--epsilon)" : std::string("exact frontier asked for"))
+       << "; each GPU count says what it got\n\n";
 }
 
 // The frontier of each GPU count with its chosen point (and baselines), each printed to `text` as it is found.

@@ -1,5 +1,6 @@
 #include "planner/plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -16,6 +17,16 @@ int dominating_point(const GpuFrontier& frontier, Cost cost) {
   for (size_t k = 0; k < frontier.points.size(); ++k)
     if (weakly_dominates(frontier.points[k].cost, cost)) return static_cast<int>(k);
   return -1;
+}
+
+double frontier_within(const GpuFrontier& frontier) {
+  if (!frontier.skipped.empty()) return -1;
+  double within = 0;
+  for (const MeshStats& m : frontier.meshes) {
+    if (m.within < 0) return -1;
+    within = std::max(within, m.within);
+  }
+  return within;
 }
 
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes) {

@@ -101,6 +101,11 @@ struct GpuFrontier {
 // The first (fastest) point of the frontier no slower and no larger than `cost`; -1 when none.
 int dominating_point(const GpuFrontier& frontier, Cost cost);
 
+// How far the merged frontier may lie from the exact one over every candidate mesh: 0 when each
+// was solved exactly, else the largest MeshStats::within (every strategy of every mesh has a
+// point within that factor), -1 when no bound is known (a mesh skipped or restricted without one).
+double frontier_within(const GpuFrontier& frontier);
+
 std::vector<DeviceMesh> candidate_meshes(const Cluster& cluster, int gpus, int max_mesh_axes);
 
 GpuFrontier plan_frontier(const Graph& graph, const Cluster& cluster, int gpus, const ComputeModel& compute,

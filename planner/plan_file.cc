@@ -265,6 +265,8 @@ void write_plan_json(std::ostream& os, const PlanSettings& settings, const Graph
     const GpuFrontier& f = gp.frontier;
     ordered_json fj;
     fj["gpus"] = f.gpus;
+    const double within = frontier_within(f);
+    fj["within"] = within >= 0 ? ordered_json(within) : ordered_json(nullptr);
     ordered_json meshes = ordered_json::array();
     for (const MeshStats& m : f.meshes)
       meshes.push_back({{"mesh", m.mesh}, {"variables", m.variables}, {"configurations", m.configurations},

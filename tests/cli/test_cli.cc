@@ -158,6 +158,9 @@ TEST_CASE("cli: plan prints the frontier, writes the plan file, and evaluate rep
   REQUIRE(j["frontiers"].size() == 2);
   const auto& f = j["frontiers"][1];
   CHECK(f["gpus"] == 2);
+  // Every mesh solved exactly: the count's line and the file say so.
+  CHECK(has(r.out, "2 GPUs: " + std::to_string(f["points"].size()) + " points on the exact frontier ("));
+  CHECK(f["within"] == 0.0);
   const auto& pts = f["points"];
   REQUIRE(pts.size() >= 2);
   for (size_t i = 1; i < pts.size(); ++i) {
@@ -300,11 +303,15 @@ TEST_CASE("cli: --planner-memory: a mesh whose exact frontier would pass it is t
   CAPTURE(r.err);
   REQUIRE(r.code == 0);
   CHECK(has(r.out, "mesh [4 intra, 2 intra]: approximate: the exact frontier passed the planner memory limit of "));
+  // The count's line says the whole frontier is approximate, with the fallback's 1%.
+  CHECK(has(r.out, "points within 1% of the exact frontier ("));
+  CHECK_FALSE(has(r.out, "points on the exact frontier"));
   CHECK_FALSE(has(r.out, "mesh [8 intra]: approximate"));
   CHECK_FALSE(has(r.out, "note: the exact frontier"));
   Result all = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 0");
   REQUIRE(all.code == 0);
   CHECK_FALSE(has(all.out, "approximate"));
+  CHECK(has(all.out, "points on the exact frontier ("));
   Result none = run("plan " + m + " --gpus 8 --batch 64 --planner-memory 100KiB");
   CHECK(none.code == 2);
   // [8 intra] is solved beside [4 intra, 2 intra] on two or more threads, with half the limit.

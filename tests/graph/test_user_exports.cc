@@ -140,7 +140,7 @@ TEST_CASE("user exports: a fresh model's merged weights are named by inspect and
       // (planner/ft/condition.h) and plans every mesh exactly, rather than skip or restrict one.
       CHECK(text.find("skipped mesh") == std::string::npos);
       CHECK(text.find("approximate") == std::string::npos);
-      CHECK(text.find("exact frontier") != std::string::npos);
+      CHECK(text.find("points on the exact frontier") != std::string::npos);
     }
   }
   std::filesystem::remove(out);

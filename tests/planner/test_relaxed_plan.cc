@@ -65,6 +65,18 @@ TEST_CASE("plan: a mesh past its work budget is relaxed, and the exact frontier 
     relaxed += f.meshes[m].relaxed_hubs > 0;
   }
   CHECK(relaxed >= 2);  // the 2-axis meshes, where e has layouts enough to make the hub costly
+  // The whole frontier's bound is the largest mesh's; the exact plan's is 0.
+  CHECK(frontier_within(f) == within);
+  CHECK(within > 0);
+  CHECK(frontier_within(truth) == 0);
+  GpuFrontier unbounded;
+  unbounded.meshes = f.meshes;
+  CHECK(frontier_within(unbounded) == within);
+  unbounded.meshes.front().within = -1;  // a uniform restriction's
+  CHECK(frontier_within(unbounded) == -1);
+  unbounded.meshes = truth.meshes;
+  unbounded.skipped = {"[8 intra]: elimination width"};
+  CHECK(frontier_within(unbounded) == -1);
   // Each relaxed mesh has its hull strategies among its points: the fastest is exact.
   CHECK(f.points.front().cost.time == truth.points.front().cost.time);
   for (const PlanPoint& p : f.points) CHECK(f.spaces[static_cast<size_t>(p.mesh)]->cost(p.assignment) == p.cost);
