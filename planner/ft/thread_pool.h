@@ -4,42 +4,22 @@
 // per hardware thread), the calling thread included; indices are handed out in increasing order,
 // one at a time, so the callers that need a deterministic result write to slot i and combine the
 // slots in order afterwards. After the first exception no further index is started; that exception
-// is rethrown once every thread has stopped. Threads are started per call and joined before it
-// returns.
+// is rethrown once every thread has stopped working on the call.
+//
+// The helper threads are one process-wide pool of hardware threads - 1, started on first use and
+// kept: FT calls this once per batch of a big step, about a thousand times on a big model, and a
+// thread started per call cost a fresh stack (a 2 MiB page zeroed) each time. Calls nest (a mesh
+// solved on a pool thread runs its FT steps with parallel_for): the caller always works on its own
+// call and idle pool threads help any call waiting, so every thread stays busy and none waits on
+// another's queue. In a child of fork() (which has no pool threads) calls run on the caller alone.
+// Thread-safety: any thread may call it at any time.
 #pragma once
 
-#include <algorithm>
-#include <atomic>
 #include <cstddef>
-#include <exception>
-#include <thread>
-#include <vector>
+#include <functional>
 
 namespace tensoropt::planner {
 
-template <class Fn>
-void parallel_for(size_t n, const Fn& fn, size_t threads = 0) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, n);
-  if (threads <= 1) {
-    for (size_t i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  std::exception_ptr error;
-  const auto work = [&] {
-    try {
-      for (size_t i; !failed && (i = next.fetch_add(1)) < n;) fn(i);
-    } catch (...) {
-      if (!failed.exchange(true)) error = std::current_exception();
-    }
-  };
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
-  work();
-  for (std::thread& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
+void parallel_for(size_t n, const std::function<void(size_t)>& fn, size_t threads = 0);
 
 }  // namespace tensoropt::planner
