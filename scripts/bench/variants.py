@@ -117,6 +117,15 @@ VARIANTS = {
     "mobilenet_v3_small_eval_fresh": ("cnn", dict(arch="mobilenet_v3_small", fresh=True),
                                       "eval", ["8/8", "8/64"]),
     "densenet121_eval": ("cnn", dict(arch="densenet121"), "eval", ["8/8", "8/64"]),
+    # written differently again: shifted-window attention (rolls, window partitions by reshape),
+    # Inception branches, channel shuffle, grouped convolutions with squeeze-excitation
+    "swin_t": ("cnn", dict(arch="SwinTransformer", patch_size=[4, 4], embed_dim=96, depths=[2, 2, 6, 2],
+                           num_heads=[3, 6, 12, 24], window_size=[7, 7], stochastic_depth_prob=0.0),
+               "train", EXACT),
+    "swin_t_eval": ("cnn", dict(arch="swin_t"), "eval", EXACT),
+    "googlenet_eval": ("cnn", dict(arch="googlenet", init_weights=True), "eval", ["8/8", "8/64"]),
+    "shufflenet_v2_eval": ("cnn", dict(arch="shufflenet_v2_x1_0"), "eval", ["8/8", "8/64"]),
+    "regnet_y_400mf_eval": ("cnn", dict(arch="regnet_y_400mf"), "eval", ["8/8", "8/64"]),
 }
 
 
