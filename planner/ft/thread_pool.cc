@@ -1,7 +1,7 @@
 // The process-wide pool behind parallel_for (thread_pool.h).
 #include "planner/ft/thread_pool.h"
 
-#include <unistd.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +9,7 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -38,12 +39,17 @@ struct Job {
 
 class Pool {
  public:
-  Pool() : owner_(getpid()) {
+  Pool() {
+    // A child of fork() has none of the threads (nor, maybe, a usable mutex): it runs alone.
+    pthread_atfork(nullptr, nullptr, [] { forked_child = true; });
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-    for (unsigned t = 1; t < hw; ++t) threads_.emplace_back([this] { serve(); });
+    try {
+      for (unsigned t = 1; t < hw; ++t) threads_.emplace_back([this] { serve(); });
+    } catch (const std::system_error&) {  // no more threads to be had: those started serve
+    }
   }
   void run(Job& job) {
-    if (getpid() != owner_ || threads_.empty()) {  // a fork()ed child: no pool threads there
+    if (forked_child || threads_.empty()) {
       job.work();
       return;
     }
@@ -78,7 +84,7 @@ class Pool {
     }
   }
 
-  const pid_t owner_;
+  static inline bool forked_child = false;  // set in a fork()ed child only, by the handler above
   std::mutex mu_;
   std::condition_variable wake_, done_;
   std::deque<Job*> queue_;
