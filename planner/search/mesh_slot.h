@@ -29,7 +29,7 @@ struct MeshSlot {
   // What FT solves: the space's Problem, or, when that narrows the elimination order (`folded`),
   // the space's Problem with the links one side does not see folded (fold_independent_edges,
   // planner/ft/problem.h), made again when the peak bound is carried or dropped. Every strategy
-  // costs the same in both.
+  // costs the same in both. Freed, with `order` and `bounds`, once solve_mesh is done.
   std::shared_ptr<const Problem> problem;
   bool folded = false;
   std::shared_ptr<const EliminationOrder> order;  // of `problem`: for FT and the hull strategies

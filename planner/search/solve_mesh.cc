@@ -142,6 +142,10 @@ void solve_mesh(MeshSlot& slot, const std::vector<Cost>& found, int64_t max_byte
     slot.costs.clear();
     attempt(slot, found, max_bytes, seconds_before, context);
   }
+  // What FT needed is not needed again: freed for the meshes solved after this one.
+  slot.problem.reset();
+  slot.order.reset();
+  slot.bounds.reset();
 }
 
 }  // namespace tensoropt::planner
