@@ -9,7 +9,8 @@
 // Ownership: the arena owns its records; handles are indices valid for the arena's lifetime.
 // Thread-safety: one arena per solve; add() is not thread-safe, rebuild() (const) may run on
 // several threads at once while nothing is added. Errors: rebuild() throws std::logic_error on a
-// handle outside the arena or a node assigned twice (an FT bug).
+// handle outside the arena or a node assigned twice (an FT bug); adding a record past 2^31 - 1,
+// or one naming a handle outside the arena, throws std::length_error.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +36,13 @@ class ProvenanceArena {
   }
 
  private:
+  // 16 bytes: handles are stored as 32-bit indices (kNoHandle as -1); an arena of more than
+  // 2^31 - 1 records (32 GiB) is refused.
   struct Record {
     int32_t var;    // -1 for a sum record
     int32_t value;  // configuration of var (choice records)
-    Handle left;    // a child (choice records) or the left addend
-    Handle right;   // the other child or the right addend, or kNoHandle
+    int32_t left;   // a child (choice records) or the left addend
+    int32_t right;  // the other child or the right addend, or kNoHandle
   };
   static constexpr int64_t kBlock = int64_t{1} << 16;  // records per block
   Handle add(Record r);
