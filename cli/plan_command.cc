@@ -98,17 +98,11 @@ constexpr double kHintSeconds = 10;
 
 // What the merged frontier is: "on the exact frontier", "within 1.2% of the exact frontier" (the
 // largest bound of an approximate mesh, or --epsilon), or "on an approximate frontier, no bound known".
-std::string percent_text(double fraction) {
-  char percent[32];
-  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * fraction);
-  return percent;
-}
-
 std::string frontier_words(const GpuFrontier& f) {
   const double within = frontier_within(f);
   if (within == 0) return "on the exact frontier";
   if (within < 0) return "on an approximate frontier, no bound known";
-  return "within " + percent_text(within) + " of the exact frontier";
+  return "within " + share_percent(within) + " of the exact frontier";
 }
 
 void print_frontier(const GpuPlan& gp, int64_t batch, int rows, double epsilon, std::ostream& out) {
@@ -281,7 +275,7 @@ void print_header(const PlanArgs& args, const PlanSettings& settings, const Grap
        << " per node; memory budget " << bytes_human(settings.memory_budget) << " per GPU\ncost     "
        << (args.profile ? "profile " + *args.profile + " where it has measurements (docs/profile.md), else the analytic model"
                         : std::string("analytic model (docs/cost-model.md)"))
-       << "\nsearch   " << (settings.epsilon > 0 ? "within " + percent_text(settings.epsilon) + " of the exact frontier asked for (--epsilon)" : std::string("exact frontier asked for"))
+       << "\nsearch   " << (settings.epsilon > 0 ? "within " + share_percent(settings.epsilon) + " of the exact frontier asked for (--epsilon)" : std::string("exact frontier asked for"))
        << "; each GPU count says what it got\n\n";
 }
 

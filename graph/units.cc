@@ -40,6 +40,12 @@ std::string flops_human(double flops) {
   return scaled(flops, 1000, units, 6);
 }
 
+std::string share_percent(double fraction) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2g%%", 100 * fraction);
+  return buf;
+}
+
 std::string count_of(int64_t n, const std::string& noun, const std::string& plural) {
   return std::to_string(n) + " " + (n == 1 ? noun : plural.empty() ? noun + "s" : plural);
 }

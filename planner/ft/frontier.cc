@@ -381,11 +381,7 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
 Frontier epsilon_prune(const Frontier& f, double delta) {
   if (!(delta >= 0)) throw std::invalid_argument("epsilon_prune: delta must be >= 0");
   if (delta == 0) return f;
-  std::vector<Frontier::Point> kept;
-  for (const Frontier::Point& p : f.points()) {
-    if (kept.empty() || kept.back().cost.memory > (1 + delta) * p.cost.memory) kept.push_back(p);
-  }
-  return Frontier::from_sorted(std::move(kept));
+  return Frontier::from_sorted(epsilon_thin(f.points(), delta));
 }
 
 }  // namespace tensoropt::planner

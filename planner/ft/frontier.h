@@ -150,6 +150,16 @@ void union_of_sums(std::span<const SumTerm> terms, std::vector<SumChoice>& out, 
 // identity. Throws std::invalid_argument if delta is negative or NaN.
 [[nodiscard]] Frontier epsilon_prune(const Frontier& f, double delta);
 
+// epsilon_prune's rule on any points with a `cost` (FT's FrontierPoint), sorted by time ascending
+// and memory descending; delta as there, not checked.
+template <typename Point>
+std::vector<Point> epsilon_thin(std::vector<Point> sorted, double delta) {
+  std::vector<Point> kept;
+  for (Point& p : sorted)
+    if (kept.empty() || kept.back().cost.memory > (1 + delta) * p.cost.memory) kept.push_back(std::move(p));
+  return kept;
+}
+
 // The Pareto set of points from several solves (any type with a `cost`: FT's FrontierPoint, a
 // plan's point): sorted by (time, memory), stable, so among equal
 // costs the earlier one stays; then every point not below the last kept memory dropped.

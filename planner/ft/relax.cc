@@ -262,10 +262,7 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
   // be big, and is thinned again (each thinning a factor in the slack).
   double thinned = relaxed.stats.thinned ? kBoundEpsilon : 0;
   if (relaxed.points.size() > kMaxBoundPoints) {
-    std::vector<FrontierPoint> kept;
-    for (FrontierPoint& p : relaxed.points)
-      if (kept.empty() || kept.back().cost.memory > (1 + kBoundEpsilon) * p.cost.memory) kept.push_back(std::move(p));
-    relaxed.points = std::move(kept);
+    relaxed.points = epsilon_thin(std::move(relaxed.points), kBoundEpsilon);
     thinned = (1 + thinned) * (1 + kBoundEpsilon) - 1;
   }
   std::vector<Candidate> candidates;

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "graph/units.h"
 #include "planner/baselines.h"
 #include "planner/ft/condition.h"
 #include "planner/ft/relax.h"
@@ -188,9 +189,7 @@ FtResult solve_restricted(const StrategySpace& space, const std::vector<std::vec
 }
 
 std::string relaxation_text(double within, int hubs, const std::string& why) {
-  char percent[32];
-  std::snprintf(percent, sizeof percent, "%.2g%%", 100 * within);
-  return std::string("approximate: within ") + percent + " of the exact frontier, proven by a relaxation of " + std::to_string(hubs) +
+  return "approximate: within " + share_percent(within) + " of the exact frontier, proven by a relaxation of " + std::to_string(hubs) +
          (hubs == 1 ? " tensor" : " tensors") + " read across many layers (" + why + ")";
 }
 
