@@ -4,6 +4,7 @@
 #include <set>
 
 #include "graph/error.h"
+#include "graph/op_catalogue.h"
 
 namespace tensoropt {
 
@@ -70,11 +71,16 @@ std::vector<NodeCost> node_costs(const Graph& g) {
                      def->nondiff_inputs.end();
       c.input_grad[i] = n.inputs[i] >= 0 && !nondiff && rg[static_cast<size_t>(n.inputs[i])];
     }
-    c.fwd_flops = def->fwd_flops(v);
-    c.bwd_flops = def->bwd_flops(v, c.input_grad);
-    // Saved parameters, constants and tensors computed from them alone (a transposed weight, a
-    // causal mask) are held anyway as model state; only data-dependent tensors are activations.
-    c.saved = def->saved(v, c.input_grad);
+    try {
+      c.fwd_flops = def->fwd_flops(v);
+      c.bwd_flops = def->bwd_flops(v, c.input_grad);
+      // Saved parameters, constants and tensors computed from them alone (a transposed weight, a
+      // causal mask) are held anyway as model state; only data-dependent tensors are activations.
+      c.saved = def->saved(v, c.input_grad);
+    } catch (const OpError& e) {
+      // A catalogue check the node's inference did not make: still the model's fault.
+      throw InputError(g.source_path + ": node " + n.label() + ": " + e.what());
+    }
     const auto state = [&](const Saved& sv) { return sv.tensor >= 0 && !dd[static_cast<size_t>(sv.tensor)]; };
     for (const Saved& sv : c.saved)
       if (state(sv)) c.state_read.push_back(sv.tensor);

@@ -380,6 +380,9 @@ OpDef dropout() {
   d.nondiff_inputs = {1, 2};
   d.infer = [](const OpView& v) {
     if (!v.has_input(0)) throw OpError("missing input");
+    // Whether it is active decides its cost and its saved mask: refuse the model here, naming
+    // the node, when training_mode or ratio is computed at run time.
+    (void)dropout_training(v);
     std::vector<OutType> out{{v.in(0).dtype, v.in_shape(0)}};
     if (v.num_outputs() > 1) out.push_back({DType::Bool, v.in_shape(0)});
     return out;
