@@ -64,6 +64,7 @@ class Eliminator {
                           " of " + std::to_string(order.order.size()) + " eliminations, above max_points_built = " +
                           std::to_string(options_.max_points_built));
       }
+      maybe_compact();
       if (options_.progress) {
         options_.progress({static_cast<int>(step) + 1, problem_.num_nodes(),
                            live_bytes_ + arena_.bytes(), elapsed()});
@@ -75,6 +76,18 @@ class Eliminator {
  private:
   double elapsed() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  // The provenance of points no live factor holds is dropped (provenance.h compact()) once the
+  // arena has doubled since the last compaction and holds options.compact_records: a factor's
+  // points are the only handles kept from one step to the next.
+  void maybe_compact() {
+    if (arena_.size() < std::max(options_.compact_records, 2 * compacted_size_)) return;
+    arena_.compact([this](const auto& fn) {
+      for (Factor& f : factors_)
+        for (Frontier::Point& p : f.points) fn(p.handle);
+    });
+    compacted_size_ = arena_.size();
   }
 
   Handle combine(Handle left, Handle right) {
@@ -627,7 +640,7 @@ class Eliminator {
                             [this](Handle l, Handle r) { return combine(l, r); });
     }
     stats_.peak_bytes = std::max(stats_.peak_bytes, live_bytes_ + arena_.bytes());
-    stats_.provenance_records = arena_.size();
+    stats_.provenance_records = arena_.made();
     if (known_) {  // the components' sum: complete strategies, nothing outside
       std::vector<Frontier::Point> kept;
       for (const Frontier::Point& p : total.points())
@@ -674,6 +687,7 @@ class Eliminator {
   std::vector<std::vector<int>> by_node_;  // [node] ids of factors whose scope holds it
   std::vector<int> finished_;              // ids of scope-free factors
   ProvenanceArena arena_;
+  int64_t compacted_size_ = 0;  // the arena's size after its last compaction
   int64_t live_bytes_ = 0;
   FtStats stats_;
   // Prefix sums of the current step: handle pairs waiting for provenance records.

@@ -126,6 +126,10 @@ struct FtOptions {
   // does not depend on it, except that records count in max_bytes; false is for tests and
   // measurements.
   bool reuse = true;
+  // Between steps, once the provenance arena holds this many records and twice as many as after
+  // its last compaction, the records no factor's point reaches are dropped (provenance.h
+  // compact()). The result does not depend on it; peak_bytes does. Small values are for tests.
+  int64_t compact_records = int64_t{1} << 20;
   // A final frontier of more than thin_above points (0: never) is thinned before its strategies
   // are rebuilt: in time order, a point within (1 + thin_epsilon) of the last one kept in memory
   // (and so in both coordinates) is left out, so every frontier point is within that factor of a
@@ -150,7 +154,7 @@ struct FtStats {
   int64_t largest_factor_points = 0;
   int64_t points_built = 0;          // points of every factor built by an elimination, summed
   int64_t peak_bytes = 0;  // factors (entries, points, a few reused buffers) plus provenance records
-  int64_t provenance_records = 0;
+  int64_t provenance_records = 0;  // records made, those compacted away included
   int parallel_steps = 0;            // eliminations whose entries were built on several threads
   int replayed_steps = 0;            // eliminations that replayed an earlier one's (options.reuse)
   int branches = 0;                  // solve_ft_branched (branch.h): FT solves

@@ -13,18 +13,41 @@ Handle ProvenanceArena::add(Record r) {
     blocks_.push_back(std::make_unique_for_overwrite<Record[]>(static_cast<size_t>(kBlock)));
   }
   blocks_.back()[static_cast<size_t>(size_ % kBlock)] = r;
+  ++made_;
   return size_++;
 }
 
-namespace {
-
-// A handle as a record stores it: kNoHandle or an index below the arena's size.
-int32_t stored(Handle h, int64_t size) {
+int32_t ProvenanceArena::stored(Handle h, int64_t size) {
   if (h < kNoHandle || h >= size) throw std::length_error("provenance: handle " + std::to_string(h) + " outside the arena");
   return static_cast<int32_t>(h);
 }
 
-}  // namespace
+void ProvenanceArena::renumber(std::vector<int32_t>& index) {
+  // A record's children were added before it: one sweep down marks everything reached.
+  for (int64_t h = size_; h-- > 0;) {
+    if (!index[static_cast<size_t>(h)]) continue;
+    const Record& r = at(h);
+    if (r.left >= 0) index[static_cast<size_t>(r.left)] = 1;
+    if (r.right >= 0) index[static_cast<size_t>(r.right)] = 1;
+  }
+  // One sweep up moves each kept record to its new index, at or below its old one (already read),
+  // and its children, renumbered before it, to theirs.
+  int32_t kept = 0;
+  for (int64_t h = 0; h < size_; ++h) {
+    int32_t& slot = index[static_cast<size_t>(h)];
+    if (!slot) {
+      slot = -1;
+      continue;
+    }
+    Record r = at(h);
+    if (r.left >= 0) r.left = index[static_cast<size_t>(r.left)];
+    if (r.right >= 0) r.right = index[static_cast<size_t>(r.right)];
+    at(kept) = r;
+    slot = kept++;
+  }
+  size_ = kept;
+  blocks_.resize(static_cast<size_t>((size_ + kBlock - 1) / kBlock));
+}
 
 Handle ProvenanceArena::add_choice(int var, int value, Handle child, Handle other) {
   return add({var, value, stored(child, size_), stored(other, size_)});
