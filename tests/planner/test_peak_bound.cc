@@ -11,6 +11,7 @@
 #include "graph/import.h"
 #include "planner/ft/ft.h"
 #include "planner/plan.h"
+#include "planner/search/mesh_slot.h"
 
 namespace tensoropt::planner {
 namespace {
@@ -152,6 +153,49 @@ TEST_CASE("peak bound: the frontier dominates the summed one, and where every pe
   // GPT-2 (tied LM head): the summed frontier's FT stores the LM head's transposed weight split to save
   // summed memory, and its gathered copy comes back in the peak; carried, FT finds smaller points.
   CHECK(lower >= 1);
+}
+
+TEST_CASE("peak bound: kept only where the hull's middle has its peak there too, dropped only where FT's points would not") {
+  // build_mesh carries the bound on the fastest strategy's peak, then keeps it only if the optimum
+  // of time + slope * memory has its whole workspace in it. Where it is dropped, FT on the carried
+  // Problem returns points whose workspace is not in the bound (solve_mesh would have solved the
+  // mesh again without it); where it is kept, the middle optimum's workspace is in the bound.
+  const Cluster cluster = kH100;
+  AnalyticCompute compute(cluster, Precision::Fp32);
+  PlanOptions o;
+  int kept = 0, dropped = 0;
+  for (const char* model : {"models/gpt2_small.onnx", "tests/fixtures/models/llama_tiny.onnx",
+                            "tests/fixtures/models/resnet18_eval.onnx"}) {
+    for (int64_t batch : {2, 8}) {
+      const Graph g = import_onnx_file(fixture(model), {.batch = batch});
+      for (const DeviceMesh& mesh : candidate_meshes(cluster, 4, 2)) {
+        CAPTURE(model);
+        CAPTURE(batch);
+        CAPTURE(mesh.str());
+        MeshSlot slot;
+        build_mesh(slot, g, mesh, compute, o.space);
+        if (!slot.exact) continue;
+        if (slot.space->peak_bound_carried()) {
+          ++kept;
+          const std::vector<int> middle = weighted_optima(*slot.problem, *slot.order, {{1, slot.hull.slope}}).front();
+          CHECK(slot.space->peak_bound(middle) == slot.space->workspace(middle));
+          continue;
+        }
+        // Not carried: either the fastest strategy's peak is elsewhere, or the rule dropped it.
+        StrategySpace carried(g, mesh, compute, o.space);
+        const EliminationOrder order = greedy_elimination_order(carried.problem());
+        if (!carried.carry_peak_bound(hull_end_strategies(carried.problem(), order).front())) continue;
+        ++dropped;
+        bool elsewhere = false;
+        for (const FrontierPoint& p : solve_ft(carried.problem()).points)
+          elsewhere = elsewhere || carried.peak_bound(p.assignment) != carried.workspace(p.assignment);
+        CHECK(elsewhere);
+      }
+    }
+  }
+  MESSAGE("meshes with the bound kept: " << kept << ", dropped by the middle optimum: " << dropped);
+  CHECK(kept >= 1);
+  CHECK(dropped >= 1);  // GPT-2 small at batch 2 on 4 GPUs
 }
 
 }  // namespace tensoropt::planner
