@@ -1,6 +1,7 @@
 // A candidate mesh made ready to solve: its strategy space, elimination order and hull ends, and
 // later its outside bounds.
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "planner/search/mesh_slot.h"
@@ -31,23 +32,27 @@ void build_mesh(MeshSlot& slot, const Graph& graph, const DeviceMesh& mesh, cons
   // in the middle of the frontier) has its peak there too: where that one's peak lies elsewhere,
   // FT's points would not all have their workspace in the bound, and solve_mesh would solve the
   // mesh again without it (all five meshes of a 350M GPT's default export on 64 GPUs did).
-  std::vector<std::vector<int>> ends = hull_end_strategies(*slot.problem, *slot.order);
-  if (slot.space->carry_peak_bound(ends.front())) {
+  // Dropping the bound gives the Problem back exactly the costs it had, so the hull found before
+  // carrying it is the hull again.
+  const std::vector<std::vector<int>> plain_ends = hull_end_strategies(*slot.problem, *slot.order);
+  if (slot.space->carry_peak_bound(plain_ends.front())) {
     refold(slot);
     if (!slot.exact) return;
-    ends = hull_end_strategies(*slot.problem, *slot.order);
-    const Hull carried = hull_ends(*slot.problem, ends);
+    Hull carried = hull_ends(*slot.problem, hull_end_strategies(*slot.problem, *slot.order));
     if (carried.slope > 0) {
       const std::vector<int> middle = weighted_optima(*slot.problem, *slot.order, {{1, carried.slope}}).front();
       if (slot.space->peak_bound(middle) != slot.space->workspace(middle)) {
         slot.space->drop_peak_bound();
         refold(slot);
         if (!slot.exact) return;
-        ends = hull_end_strategies(*slot.problem, *slot.order);
+        slot.hull = hull_ends(*slot.problem, plain_ends);
+        return;
       }
     }
+    slot.hull = std::move(carried);
+    return;
   }
-  slot.hull = hull_ends(*slot.problem, ends);
+  slot.hull = hull_ends(*slot.problem, plain_ends);
 }
 
 void refold(MeshSlot& slot) {

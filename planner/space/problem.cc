@@ -34,6 +34,10 @@ void StrategySpace::build_problem() {
   // recomputes: each such class pair is costed once (by its first configurations) and copied.
   link_offset_.resize(links_.size());
   problem_.edges.reserve(links_.size());
+  size_t pairs = 0;  // every link's configuration pairs: the per-pair tables are sized once
+  for (const Link& l : links_) pairs += vars_[static_cast<size_t>(l.from)].configs.size() * vars_[static_cast<size_t>(l.to)].configs.size();
+  comm_link_.reserve(pairs);
+  link_held_.reserve(pairs);
   for (size_t e = 0; e < links_.size(); ++e) add_link_costs(e);
   for (size_t e = 0; e < links_.size(); ++e) {
     const Link& l = links_[e];
