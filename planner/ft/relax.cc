@@ -330,6 +330,8 @@ RelaxedResult solve_relaxed(const Problem& problem, const std::vector<int>& hubs
     FtOptions o = options;
     o.order = nullptr;
     o.bounds = nullptr;
+    o.thin_above = approximate_points(options);  // the gap is measured on the points kept
+    o.thin_epsilon = kBoundEpsilon;
     const std::vector<Cost> found = inner();
     o.known.insert(o.known.end(), found.begin(), found.end());
     o.max_points_built = points_left(options, out.result.stats.points_built);

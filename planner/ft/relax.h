@@ -27,7 +27,9 @@
 // covered whose hub configurations were not tried gives them (else the configurations most of
 // the points use, not tried yet), the Problem with the hubs fixed to them (narrow,
 // fold_independent_edges: as narrow as the split Problem) is solved exactly knowing the points so
-// far, and its points join the Pareto set. A branch that leaves the epsilon as it was ends this
+// far, and its points join the Pareto set (a branch's frontier of more than
+// approximate_points(options) points thinned first, as the bound is: the gap is measured on the
+// points kept). A branch that leaves the epsilon as it was ends this
 // (the gap lies in the bound, which no branch lowers), as does a solve past options'
 // max_points_built (counted with the split solve's), the points so far standing.
 //
@@ -67,6 +69,14 @@ inline constexpr size_t kMaxBoundPoints = 4096;
 inline constexpr double kBoundEpsilon = 0.001;
 inline constexpr size_t kConditionedBranches = 2;
 inline constexpr double kBranchGap = 0.002;
+
+// How many points an approximation keeps of a frontier it builds besides the bound (a uniform
+// restriction's, a relaxation's conditioned branch's): options.thin_above where set, else
+// kMaxBoundPoints; a bigger one is thinned at kBoundEpsilon (every point left out within that
+// factor of a kept one in both coordinates). Its guarantee is measured on the points kept.
+[[nodiscard]] inline size_t approximate_points(const FtOptions& options) {
+  return options.thin_above > 0 ? options.thin_above : kMaxBoundPoints;
+}
 
 struct SplitProblem {
   Problem problem;

@@ -9,8 +9,9 @@
 // assignments, each solved by FT; exact, MeshStats::approximation stays empty). When that would
 // take more, the variables with more than 6 neighbours (then also their neighbours, then
 // theirs) are restricted to uniform strategies, solved once with every such op data parallel and
-// every such tensor batch-split, once with all of them replicated, and the union kept. The mesh's
-// MeshStats::approximation says so, and the plan prints it: that frontier is not exact.
+// every such tensor batch-split, once with all of them replicated, and the union kept (more than
+// approximate_points() of it thinned, relax.h). The mesh's MeshStats::approximation says so, and
+// the plan prints it: that frontier is not exact.
 //
 // Slow regions. A space FT takes, but whose factors would hold more than kMaxBranches layouts of
 // its hubs side by side, or whose exact search passes its work budget (FtOptions::max_points_built:

@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "graph/import.h"
 #include "planner/plan.h"
 #include "planner/ft/elimination_order.h"
+#include "planner/ft/relax.h"
 #include "planner/search/restricted.h"
 #include "tests/onnx_builder.h"
 #include "tests/planner/ft/random_problems.h"
@@ -202,6 +204,46 @@ TEST_CASE("tighten_within: a relaxed mesh's bound measured against every mesh's 
     CHECK(none.within == -1);
     CHECK(none.text == "restricted");
   }
+}
+
+}  // namespace tensoropt::planner
+
+namespace tensoropt::planner {
+
+TEST_CASE("wide regions: an approximation keeps at most its share of points, every one left out within 0.1% of a kept one") {
+  // DenseNet-121 (every layer's output read by every later layer of its block): the uniform
+  // restrictions and the relaxation's branches build frontiers of thousands of points microseconds
+  // apart (280,000 on 64 GPUs). Thinned, each is within kBoundEpsilon of what it was, and the
+  // stated epsilon holds for the points kept.
+  const Cluster cluster = load_cluster("h100-sxm");
+  AnalyticCompute compute(cluster, Precision::Fp32);
+  const Graph g = import_onnx_file(std::string(TENSOROPT_SOURCE_DIR) + "/tests/fixtures/models/densenet121.onnx", {.batch = 8});
+  const DeviceMesh mesh = candidate_meshes(cluster, 8, 2).front();
+  CAPTURE(mesh.str());
+  const StrategySpace space(g, mesh, compute, SpaceOptions{});
+  FtOptions whole;
+  whole.thin_above = std::numeric_limits<size_t>::max();  // nothing thinned
+  Approximation all_points;
+  const FtResult full = solve_with_fallback(space, {}, whole, all_points);
+  FtOptions some;
+  some.thin_above = full.points.size() / 8;
+  REQUIRE(some.thin_above > 16);
+  Approximation thinned_points;
+  const FtResult thinned = solve_with_fallback(space, {}, some, thinned_points);
+  CHECK(thinned.points.size() < full.points.size());
+  REQUIRE_FALSE(thinned_points.bound.empty());
+  CHECK(thinned_points.bound == all_points.bound);  // the same relaxation: thinning changes the points only
+  for (const FrontierPoint& p : full.points) {
+    const bool near = std::any_of(thinned.points.begin(), thinned.points.end(), [&](const FrontierPoint& q) {
+      return q.cost.time <= p.cost.time * (1 + kBoundEpsilon) * (1 + 1e-12) && q.cost.memory <= p.cost.memory * (1 + kBoundEpsilon) * (1 + 1e-12);
+    });
+    CHECK(near);
+  }
+  // The stated epsilon covers the bound with the points kept.
+  std::vector<Cost> kept;
+  for (const FrontierPoint& q : thinned.points) kept.push_back(q.cost);
+  CHECK((1 + thinned_points.slack) * (1 + bound_gap(thinned_points.bound, kept).epsilon) - 1 <= thinned_points.within * (1 + 1e-12));
+  for (const FrontierPoint& q : thinned.points) CHECK(evaluate(space.problem(), q.assignment) == q.cost);
 }
 
 }  // namespace tensoropt::planner
