@@ -39,18 +39,17 @@ void build_mesh(MeshSlot& slot, const Graph& graph, const DeviceMesh& mesh, cons
     refold(slot);
     if (!slot.exact) return;
     Hull carried = hull_ends(*slot.problem, hull_end_strategies(*slot.problem, *slot.order));
-    if (carried.slope > 0) {
+    const bool middle_elsewhere = carried.slope > 0 && [&] {
       const std::vector<int> middle = weighted_optima(*slot.problem, *slot.order, {{1, carried.slope}}).front();
-      if (slot.space->peak_bound(middle) != slot.space->workspace(middle)) {
-        slot.space->drop_peak_bound();
-        refold(slot);
-        if (!slot.exact) return;
-        slot.hull = hull_ends(*slot.problem, plain_ends);
-        return;
-      }
+      return slot.space->peak_bound(middle) != slot.space->workspace(middle);
+    }();
+    if (!middle_elsewhere) {
+      slot.hull = std::move(carried);
+      return;
     }
-    slot.hull = std::move(carried);
-    return;
+    slot.space->drop_peak_bound();
+    refold(slot);
+    if (!slot.exact) return;
   }
   slot.hull = hull_ends(*slot.problem, plain_ends);
 }

@@ -150,7 +150,8 @@ std::optional<FtResult> solve_uniform(const StrategySpace& space, const std::vec
   bool solved = false;  // known costs may leave every point out: no point is still an answer
   // An approximation with no bound of its own: a frontier of hundreds of thousands of points
   // microseconds apart (DenseNet-121 on 64 GPUs: 280,000, 0.9 GB of strategies) is thinned as a
-  // relaxation's bound is, every point left out within 0.1% of a kept one.
+  // relaxation's bound is: every point left out within 0.1% of a kept one (0.2% where the union
+  // of the two restrictions is thinned again).
   FtOptions thin = ft;
   thin.thin_above = approximate_points(ft);
   thin.thin_epsilon = kBoundEpsilon;

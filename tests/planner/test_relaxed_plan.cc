@@ -206,10 +206,6 @@ TEST_CASE("tighten_within: a relaxed mesh's bound measured against every mesh's 
   }
 }
 
-}  // namespace tensoropt::planner
-
-namespace tensoropt::planner {
-
 TEST_CASE("wide regions: an approximation keeps at most its share of points, every one left out within 0.1% of a kept one") {
   // DenseNet-121 (every layer's output read by every later layer of its block): the uniform
   // restrictions and the relaxation's branches build frontiers of thousands of points microseconds
