@@ -109,6 +109,9 @@ struct OpDef {
   InferFn infer;
   FoldFn fold;                 // empty: never folded
   bool folds_from_shapes = false;  // fold needs only input shapes, not values (Shape, Size)
+  // Folded whatever its output's size (Constant): the output becomes a constant tensor, holding
+  // its value where the model's value is inline and small, else none (the runtime reads the file).
+  bool folds_always = false;
   SpaceFn space;
   FlopsFn fwd_flops;
   BwdFlopsFn bwd_flops;

@@ -49,7 +49,7 @@ void infer_node(Graph& g, size_t ni) {
   }
   bool inputs_known = true;
   for (int i : node.inputs) inputs_known = inputs_known && (i < 0 || g.tensors[static_cast<size_t>(i)].value);
-  if (!def->fold || !small || !(inputs_known || def->folds_from_shapes)) return;
+  if (!def->fold || !(small || def->folds_always) || !(inputs_known || def->folds_from_shapes)) return;
   std::vector<Value> values;
   try {
     values = def->fold(view);
@@ -62,8 +62,12 @@ void infer_node(Graph& g, size_t ni) {
     Tensor& x = g.tensors[static_cast<size_t>(t)];
     values[o].shape = x.shape;
     values[o].dtype = x.dtype;
-    TO_CHECK(values[o].size() == x.elements());
-    x.value = std::move(values[o]);
+    // A Constant's value is not held where the model stores it as external data, or it is large
+    // or of strings (tensor_value, graph/import_steps.h): a constant tensor without a value, as such an initializer.
+    const bool held = values[o].size() == x.elements();
+    TO_CHECK(held || (def->folds_always && values[o].size() == 0));
+    if (held) x.value = std::move(values[o]);
+    else x.value.reset();
     x.kind = TensorKind::Constant;
     x.producer = -1;
   }

@@ -89,8 +89,10 @@ OpDef size() {
 
 OpDef constant() {
   OpDef d = source("Constant");
+  d.folds_always = true;
   d.infer = [](const OpView& v) {
     Value c = constant_value(v);
+    if (c.dtype == DType::String) throw OpError("its value is of strings, which no supported op reads");
     return std::vector<OutType>{{c.dtype, c.shape}};
   };
   d.fold = [](const OpView& v) { return std::vector<Value>{constant_value(v)}; };

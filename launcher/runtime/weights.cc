@@ -22,9 +22,10 @@ onnx::ModelProto read_model(const std::string& path) {
   return m;
 }
 
-// The initializer's raw little-endian bytes, from the file or its external data; empty when the
-// bytes are not there (a weightless export's missing .data file).
-std::string initializer_bytes(const onnx::TensorProto& t, const std::string& model_path, int64_t want) {
+// The raw little-endian bytes of `t` (an initializer, or a Constant node's value), from the file or
+// its external data; empty when the bytes are not there (a weightless export's missing .data file).
+// `what` names the tensor in errors ("initializer 'w'").
+std::string stored_bytes(const onnx::TensorProto& t, const std::string& what, const std::string& model_path, int64_t want) {
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string location;
     int64_t offset = 0, length = -1;
@@ -38,20 +39,20 @@ std::string initializer_bytes(const onnx::TensorProto& t, const std::string& mod
     if (location.empty() || !f) return {};
     if (length < 0) length = want;
     if (length != want) {
-      throw InputError(model_path + ": initializer '" + t.name() + "' has " + std::to_string(length) +
+      throw InputError(model_path + ": " + what + " has " + std::to_string(length) +
                        " bytes of external data, its shape needs " + std::to_string(want));
     }
     std::string bytes(static_cast<size_t>(length), '\0');
     f.seekg(offset);
     if (!f.read(bytes.data(), length)) {
-      throw InputError(file.string() + ": too short for initializer '" + t.name() + "' (offset " + std::to_string(offset) +
+      throw InputError(file.string() + ": too short for " + what + " (offset " + std::to_string(offset) +
                        ", " + std::to_string(length) + " bytes)");
     }
     return bytes;
   }
   if (t.has_raw_data()) {
     if (static_cast<int64_t>(t.raw_data().size()) != want) {
-      throw InputError(model_path + ": initializer '" + t.name() + "' holds " + std::to_string(t.raw_data().size()) +
+      throw InputError(model_path + ": " + what + " holds " + std::to_string(t.raw_data().size()) +
                        " bytes, its shape needs " + std::to_string(want));
     }
     return t.raw_data();
@@ -76,7 +77,7 @@ std::string initializer_bytes(const onnx::TensorProto& t, const std::string& mod
     default: break;
   }
   if (static_cast<int64_t>(out.size()) != want) {
-    throw InputError(model_path + ": initializer '" + t.name() + "' holds " + std::to_string(out.size()) +
+    throw InputError(model_path + ": " + what + " holds " + std::to_string(out.size()) +
                      " bytes of typed data, its shape needs " + std::to_string(want));
   }
   return out;
@@ -233,8 +234,21 @@ MemoryKind kind_of(const Tensor& x) {
 
 LoadedState load_state(const Graph& g, const std::string& model_path, Backend& backend, uint64_t seed) {
   onnx::ModelProto model = read_model(model_path);
-  std::map<std::string, const onnx::TensorProto*> inits;
-  for (const auto& t : model.graph().initializer()) inits[t.name()] = &t;
+  // Where each stored value is, by tensor name: the initializers, and the value of every Constant
+  // node whose value the importer did not hold (large, or external data).
+  struct Stored {
+    const onnx::TensorProto* proto;
+    std::string what;
+    bool constant_node = false;  // no layer initialises a constant: its value must be there
+  };
+  std::map<std::string, Stored> stored;
+  for (const auto& t : model.graph().initializer()) stored[t.name()] = {&t, "initializer '" + t.name() + "'"};
+  for (const auto& n : model.graph().node()) {
+    if (n.op_type() != "Constant" || n.output_size() < 1) continue;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "value" && a.has_t()) stored[n.output(0)] = {&a.t(), "Constant '" + n.output(0) + "'", true};
+    }
+  }
   auto consumers = g.consumers();
   std::vector<bool> read(g.tensors.size(), false);
   for (const Node& n : g.nodes) {
@@ -255,10 +269,12 @@ LoadedState load_state(const Graph& g, const std::string& model_path, Backend& b
     Array a(runtime_dtype(x), x.shape, backend.allocator(), kind_of(x));
     if (x.value) {
       fill_from_value(a, *x.value, backend);
-    } else if (auto it = inits.find(x.name); it != inits.end()) {
-      std::string bytes = initializer_bytes(*it->second, model_path, x.elements() * dtype_size(x.dtype));
+    } else if (auto it = stored.find(x.name); it != stored.end()) {
+      std::string bytes = stored_bytes(*it->second.proto, it->second.what, model_path, x.elements() * dtype_size(x.dtype));
       if (!bytes.empty()) fill_from_bytes(a, bytes, x.dtype, backend);
-      else {
+      else if (it->second.constant_node) {
+        throw InputError(model_path + ": " + it->second.what + " keeps its value as external data that is not beside the model");
+      } else {
         initialise(model_path, x, a, rule_for(g, consumers, static_cast<int>(t)), rng, backend);
         s.initialised.push_back(x.name);
       }

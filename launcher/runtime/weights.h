@@ -1,15 +1,17 @@
 // The model's state on a device: every parameter, buffer and constant the graph's nodes read, as
 // Arrays keyed by tensor index (the map Executor reads and the optimizer updates).
 //
-// Values come, in order, from: the importer's folded value (small constants); the initializer's
-// bytes in the ONNX file (inline, or external data beside the model, as onnx.save_model writes
-// it); otherwise, for a weightless export (weights as typed graph inputs) or missing external
-// data, PyTorch's initialisation of the layer that reads the tensor (init_like_pytorch), seeded.
+// Values come, in order, from: the importer's folded value (small constants); the bytes in the
+// ONNX file of the initializer, or of the Constant node, of that name (inline, or external data
+// beside the model, as onnx.save_model writes it); otherwise, for a weightless export (weights as
+// typed graph inputs) or an initializer's missing external data, PyTorch's initialisation of the
+// layer that reads the tensor (init_like_pytorch), seeded.
 // Float tensors live as float32 whatever the file stores (float16, bfloat16 and float64 are
 // converted); integer tensors as int64, bools as bool.
 //
 // Errors (InputError, naming the file and tensor): an external data file that exists but is too
-// short, data that does not match the declared shape, an element type the runtime cannot hold.
+// short, data that does not match the declared shape, an element type the runtime cannot hold, a
+// Constant node whose external data is missing.
 #pragma once
 
 #include <cstdint>
