@@ -72,7 +72,10 @@ Breakdown StrategySpace::op_terms(const Variable& v, const VarConfig& c) const {
     w.local_inputs.push_back(max_local_shape(tensor.shape, oc.inputs[i], mesh_));
     double bytes = static_cast<double>(local_bytes(t, oc.inputs[i]));
     local_io += bytes;
-    if (tensor.kind == TensorKind::Buffer || tensor.kind == TensorKind::Constant) b[Term::Buffers] += bytes;
+    if (tensor.kind == TensorKind::Buffer) b[Term::Buffers] += bytes;
+    if (constant_reader_[static_cast<size_t>(t)] == std::pair<int, int>{v.node, static_cast<int>(i)}) {
+      b[Term::Buffers] += static_cast<double>(local_bytes(t, Layout::replicated(mesh_.ndim())));
+    }
   }
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const int t = node.outputs[o];

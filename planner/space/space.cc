@@ -46,6 +46,15 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       const int p = g.tensors[static_cast<size_t>(t)].producer;
       if (p >= 0) reruns_[static_cast<size_t>(p)] = true;
     }
+  constant_reader_.assign(g.tensors.size(), {-1, -1});
+  for (size_t n = 0; n < g.nodes.size(); ++n)
+    for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i) {
+      const int t = g.nodes[n].inputs[i];
+      if (t < 0) continue;
+      const Tensor& x = g.tensors[static_cast<size_t>(t)];
+      auto& r = constant_reader_[static_cast<size_t>(t)];
+      if (x.kind == TensorKind::Constant && x.producer < 0 && r.first < 0) r = {static_cast<int>(n), static_cast<int>(i)};
+    }
   schedule_ = step_schedule(g, /*input_gradients=*/false, /*recompute=*/{});
   requires_grad_ = schedule_.requires_grad;
   // The runtime's gradient buckets (planner::kGradientBucketBytes) hold all the gradients of a

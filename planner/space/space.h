@@ -297,6 +297,10 @@ class StrategySpace {
   // the schedule's recompute rules say (space.h "Recompute").
   StepSchedule schedule_;
   std::vector<bool> reruns_;          // per node: computes model state a backward reads; run again there
+  // Per tensor: for a constant (TensorKind::Constant, no producer) the node and input slot that
+  // charge its whole bytes, its first read; else {-1, -1}. The runtime holds a constant whole on
+  // every device, once, however many ops read it (launcher/runtime/weights.h).
+  std::vector<std::pair<int, int>> constant_reader_;
   std::vector<bool> requires_grad_;
   std::vector<std::vector<double>> workspace_;  // [var][config]: op_workspace or parameter_workspace
   // The step's schedule: position_[var] is the node after whose backward what the variable holds

@@ -108,11 +108,6 @@ Variable StrategySpace::tensor_variable(size_t t, const Reads& reads) const {
   int slot = static_cast<int>(std::find(p.outputs.begin(), p.outputs.end(), static_cast<int>(t)) - p.outputs.begin());
   for (const auto& c : vars_[static_cast<size_t>(tensor.producer)].op_configs) add_unique(layouts, c.outputs[static_cast<size_t>(slot)]);
   add_reader_layouts(layouts, reads, /*source=*/false);
-  // A constant (a Constant node's value: a mask, a rotary table, position ids) is stored whole on
-  // every device, as a small parameter is: each reader takes its slice locally, for free, so its
-  // layout is no choice to carry between its readers (an exporter pools equal constants, so one
-  // of them is read by every layer and would join them all).
-  if (p.op_type == "Constant") layouts.assign(1, Layout::replicated(mesh_.ndim()));
   Variable v;
   v.kind = VarKind::Tensor;
   v.tensor = static_cast<int>(t);

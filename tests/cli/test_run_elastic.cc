@@ -202,8 +202,11 @@ TEST_CASE("run --elastic resized 2 -> 3 -> 1 and 1 -> 4 -> 2 while it runs: the 
   const OneDevice& one = one_device();
   const nlohmann::json& want = one.report;
   const std::map<std::string, std::vector<float>>& want_weights = one.weights;
-  // The chosen points (data parallel), then each count's smallest point of a plan made here.
-  const test::CliResult plan = run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 48 --cluster cpu --json " + dir.path + "/plan.json");
+  // The chosen points (data parallel), then each count's smallest point of a plan made here, with
+  // every parameter splittable (the fixture's are all below the default persistence threshold):
+  // tensor parallel and ZeRO-2 in it.
+  const test::CliResult plan =
+      run_cli("plan " + kGpt + " --gpus 1,2,3,4 --batch 48 --cluster cpu --param-persistence 0 --json " + dir.path + "/plan.json");
   REQUIRE_MESSAGE(plan.code == 0, plan.err);
   nlohmann::json smallest = nlohmann::json::parse(slurp(dir.path + "/plan.json"));
   bool zero2 = false, tensor = false;

@@ -247,10 +247,12 @@ TEST_CASE("strategy space: parameters below param_persistence are stored whole, 
   }
 }
 
-TEST_CASE("strategy space: a constant read by several ops is stored whole, and each reader slices it for free") {
+TEST_CASE("strategy space: a large Constant read by several ops is state, as a constant initializer, and joins nothing") {
   // Two "layers" add one pooled constant (a mask, as exporters pool equal constants) to their
   // scores; the layers are split along the mask's axes in some strategies. The mask is larger
-  // than the importer folds into a constant tensor (kMaxFoldElements), so it stays a node.
+  // than the importer keeps a value for (kMaxFoldElements): still a constant tensor, which the
+  // runtime reads from the file and holds whole, so no variable carries its layout between the
+  // layers, and it is counted once.
   test::ModelBuilder b;
   b.input("x", {-1, 512, 16}).input("w1", {16, 256}).input("w2", {256, 16});
   b.node("Constant", {}, {"mask"}).attr_t("value", {512, 256}, -1.0f);
@@ -258,19 +260,20 @@ TEST_CASE("strategy space: a constant read by several ops is stored whole, and e
   b.node("MatMul", {"h1", "w2"}, {"s2"}).node("MatMul", {"s2", "w1"}, {"s3"});
   b.node("Add", {"s3", "mask"}, {"a2"}).output("a2");
   Graph g = import_onnx_bytes(b.bytes(), "mask.onnx", {.batch = 4});
+  const int mask = g.find("mask");
+  REQUIRE(mask >= 0);
+  CHECK(g.tensors[static_cast<size_t>(mask)].kind == TensorKind::Constant);
+  CHECK(g.tensors[static_cast<size_t>(mask)].producer < 0);
+  CHECK_FALSE(g.tensors[static_cast<size_t>(mask)].value.has_value());
   AnalyticCompute compute(kH100, Precision::Fp32);
   for (std::vector<int> shape : {std::vector<int>{4}, std::vector<int>{2, 2}}) {
     StrategySpace space(g, DeviceMesh::with_shape(kH100, shape), compute, SpaceOptions{});
-    const int mask = space.find_variable("tensor:mask");
-    REQUIRE(mask >= 0);
-    const Variable& v = space.variables()[static_cast<size_t>(mask)];
-    REQUIRE(v.configs.size() == 1);
-    for (const Placement& p : v.configs[0].layout.placements()) CHECK(p.is_replicate());
-    // Both adds read it, one configuration: it joins nothing, and FT solves the space.
-    int readers = 0;
-    for (const Link& l : space.links()) readers += l.from == mask;
-    CHECK(readers == 2);
-    CHECK_FALSE(solve_ft(space.problem()).points.empty());
+    CHECK(space.find_variable("tensor:mask") < 0);
+    for (const Link& l : space.links()) CHECK(l.tensor != mask);
+    // Held whole and once, however its two readers are split: every point's buffers are the mask's bytes.
+    const auto points = solve_ft(space.problem()).points;
+    CHECK_FALSE(points.empty());
+    for (const auto& p : points) CHECK(space.breakdown(p.assignment)[Term::Buffers] == 512.0 * 256 * 4);
   }
 }
 
