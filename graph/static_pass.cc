@@ -62,8 +62,9 @@ void infer_node(Graph& g, size_t ni) {
     Tensor& x = g.tensors[static_cast<size_t>(t)];
     values[o].shape = x.shape;
     values[o].dtype = x.dtype;
-    // A Constant's value is not held where the model stores it as external data, or it is large
-    // or of strings (tensor_value, graph/import_steps.h): a constant tensor without a value, as such an initializer.
+    // A Constant's value is not held where the model stores it as external data or it is large
+    // (tensor_value, graph/import_steps.h): a constant tensor without a value, as such an
+    // initializer is, which the runtime reads from the file.
     const bool held = values[o].size() == x.elements();
     TO_CHECK(held || (def->folds_always && values[o].size() == 0));
     if (held) x.value = std::move(values[o]);
