@@ -106,8 +106,7 @@ TEST_CASE("constants: a Constant node of strings is refused, naming it") {
   const auto dir = std::filesystem::temp_directory_path() / "tensoropt_constant_strings";
   const std::string path = write_model(dir, 2, [](onnx::TensorProto& t) {
     t.set_data_type(onnx::TensorProto::STRING);
-    t.add_string_data("a");
-    t.add_string_data("b");
+    for (char c : {'a', 'b'}) t.add_string_data(std::string(1, c));
   });
   CHECK_THROWS_WITH_AS(import_onnx_file(path, {}), doctest::Contains("(Constant): its value is of strings"), InputError);
   std::filesystem::remove_all(dir);
