@@ -68,7 +68,6 @@ void infer_node(Graph& g, size_t ni) {
     const bool held = values[o].size() == x.elements();
     TO_CHECK(held || (def->folds_always && values[o].size() == 0));
     if (held) x.value = std::move(values[o]);
-    else x.value.reset();
     x.kind = TensorKind::Constant;
     x.producer = -1;
   }

@@ -46,15 +46,12 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
       const int p = g.tensors[static_cast<size_t>(t)].producer;
       if (p >= 0) reruns_[static_cast<size_t>(p)] = true;
     }
+  const Uses uses = tensor_uses(g);  // in node order, then input position
   constant_reader_.assign(g.tensors.size(), {-1, -1});
-  for (size_t n = 0; n < g.nodes.size(); ++n)
-    for (size_t i = 0; i < g.nodes[n].inputs.size(); ++i) {
-      const int t = g.nodes[n].inputs[i];
-      if (t < 0) continue;
-      const Tensor& x = g.tensors[static_cast<size_t>(t)];
-      auto& r = constant_reader_[static_cast<size_t>(t)];
-      if (x.kind == TensorKind::Constant && x.producer < 0 && r.first < 0) r = {static_cast<int>(n), static_cast<int>(i)};
-    }
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& x = g.tensors[t];
+    if (x.kind == TensorKind::Constant && x.producer < 0 && !uses[t].empty()) constant_reader_[t] = uses[t].front();
+  }
   schedule_ = step_schedule(g, /*input_gradients=*/false, /*recompute=*/{});
   requires_grad_ = schedule_.requires_grad;
   // The runtime's gradient buckets (planner::kGradientBucketBytes) hold all the gradients of a
@@ -65,7 +62,6 @@ StrategySpace::StrategySpace(const Graph& graph, const DeviceMesh& mesh, const C
   bucket_bytes_ = std::clamp(gradient_bytes, 1.0, kGradientBucketBytes);
   is_output_.assign(g.tensors.size(), false);
   for (int t : g.outputs) is_output_[static_cast<size_t>(t)] = true;
-  const Uses uses = tensor_uses(g);
   // Op variables first (node n is variable n), so readers' configurations are known below; then
   // variables for sources and multi-use activations.
   add_op_variables(uses);
